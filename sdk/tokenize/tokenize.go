@@ -42,7 +42,8 @@ import (
 // text in NFC and folds every letter of a case-fold orbit to one; 4 drops
 // format characters and variation selectors instead of cutting words at
 // them, keeps the kana length mark in its kana run and cuts Thai, Lao,
-// Khmer and Myanmar runs into bigrams of units.
+// Khmer and Myanmar runs into bigrams of units, and folds the listed
+// comparatives, superlatives and "dr" (baseForms).
 const Version = 4
 
 // Tokens returns every term of s in order, repeats included. A term may
@@ -350,6 +351,9 @@ func foldRune(r rune) rune {
 // only, and any other word unchanged. Stopwords are matched before
 // stemming, so the list stays in plain words.
 func stem(w string) string {
+	if b, ok := baseForms[w]; ok {
+		w = b
+	}
 	if len(w) < 3 {
 		return w // the stemmer leaves such words alone
 	}
@@ -417,6 +421,24 @@ should so some such than that the their theirs them themselves then there these 
 too under until up very was we were what when where which while who whom why will with would you your yours
 yourself yourselves s t ll re ve d m`) {
 		m[w] = struct{}{}
+	}
+	return m
+}()
+
+// baseForms folds listed words to the word they are a form of, before
+// stemming: the comparative and superlative of common adjectives, which
+// the stemmer leaves alone (its "-er" is as often a noun's: "water"), so
+// "who is older" meets "the oldest of us"; and the abbreviated title
+// "dr", so "which doctor" meets "Dr. Patel". Only listed words: no rule
+// guesses at a word it does not know. Adjectives whose forms are common
+// words of their own ("later", "earlier", "better", "best") are left out.
+var baseForms = func() map[string]string {
+	m := map[string]string{"dr": "doctor", "elder": "old", "eldest": "old"}
+	for _, forms := range strings.Split(`old older oldest|young younger youngest|big bigger biggest|small smaller smallest|large larger largest|tall taller tallest|short shorter shortest|long longer longest|high higher highest|low lower lowest|near nearer nearest|fast faster fastest|slow slower slowest|quick quicker quickest|new newer newest|cheap cheaper cheapest|rich richer richest|poor poorer poorest|strong stronger strongest|weak weaker weakest|warm warmer warmest|cold colder coldest|hot hotter hottest|busy busier busiest|easy easier easiest|hard harder hardest|heavy heavier heaviest|deep deeper deepest|wide wider widest|narrow narrower narrowest|bright brighter brightest|dark darker darkest|clean cleaner cleanest|dirty dirtier dirtiest|happy happier happiest|sad sadder saddest|safe safer safest|nice nicer nicest|huge huger hugest|tiny tinier tiniest|thin thinner thinnest|thick thicker thickest|sweet sweeter sweetest|loud louder loudest|quiet quieter quietest|smart smarter smartest|healthy healthier healthiest|fresh fresher freshest|close closer closest|spicy spicier spiciest|funny funnier funniest|pretty prettier prettiest|ugly uglier ugliest|angry angrier angriest|hungry hungrier hungriest`, "|") {
+		f := strings.Fields(forms)
+		for _, w := range f[1:] {
+			m[w] = f[0]
+		}
 	}
 	return m
 }()

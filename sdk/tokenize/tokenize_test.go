@@ -169,3 +169,28 @@ func TestFoldRuneFollowsOrbits(t *testing.T) {
 		}
 	}
 }
+
+// TestBaseForms: listed comparatives, superlatives and the title "dr" meet
+// the word they are forms of, as the stemmer's own forms do; unlisted
+// words, and forms that are common words of their own, are left alone.
+func TestBaseForms(t *testing.T) {
+	cases := []struct{ text, same string }{
+		{"older", "old"},
+		{"the oldest of us", "old us"},
+		{"my elder sister", "old sister"},
+		{"Dr. Patel", "doctor patel"},
+		{"DR Patel", "doctor patel"},
+		{"busier weeks", "busy weeks"},
+		{"the biggest hikes", "big hiking"},
+	}
+	for _, c := range cases {
+		if got, want := Tokens(c.text), Tokens(c.same); !slices.Equal(got, want) {
+			t.Errorf("Tokens(%q) = %q, want %q as Tokens(%q)", c.text, got, want, c.same)
+		}
+	}
+	for _, w := range []string{"water", "later", "earlier", "better", "best", "drive", "order"} {
+		if got := Tokens(w); len(got) != 1 || got[0] != stem(w) || baseForms[w] != "" {
+			t.Errorf("Tokens(%q) = %q, want the stemmer's %q alone", w, got, stem(w))
+		}
+	}
+}
