@@ -165,7 +165,9 @@ func shortMessage(msg string, limit int) string {
 	head := sdk.CutText(headPart, limit-tailBytes-64)
 	tailStart := runeStartAt(msg, len(msg)-tailBytes-redactMargin)
 	tailPart, _ := Message(msg[tailStart:])
-	tail := tailPart[runeStartAt(tailPart, len(tailPart)-tailBytes):]
+	// The redacted part may be shorter than the tail kept (a long
+	// credential or path there hidden): then it is kept whole.
+	tail := tailPart[runeStartAt(tailPart, max(len(tailPart)-tailBytes, 0)):]
 	left := len(msg) - len(sdk.CutText(msg, limit-tailBytes-64)) - (len(msg) - runeStartAt(msg, len(msg)-tailBytes))
 	return fmt.Sprintf("%s … (%d bytes left out) … %s", head, left, tail)
 }

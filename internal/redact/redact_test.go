@@ -123,3 +123,20 @@ func BenchmarkForClientLong(b *testing.B) {
 		ForClient(nil, msg)
 	}
 }
+
+// TestALongMessageWhoseEndRedactsShort: a long message whose last part
+// redacts to less than the tail kept (a long credential or path there)
+// is answered with what is left of it, not a panic.
+func TestALongMessageWhoseEndRedactsShort(t *testing.T) {
+	filler := strings.Repeat("x ", 5<<10)
+	for _, end := range []string{
+		" password=" + strings.Repeat("a", 1900),
+		" /" + strings.Repeat("d/", 950) + "file",
+		" Authorization: Bearer " + strings.Repeat("A1", 1000),
+	} {
+		out, _ := ForClient(nil, filler+end)
+		if !strings.Contains(out, "bytes left out") || strings.Contains(out, "aaaa") || strings.Contains(out, "d/d/") || strings.Contains(out, "A1A1") {
+			t.Errorf("%.20q…: answered …%s", end, out[max(0, len(out)-200):])
+		}
+	}
+}
