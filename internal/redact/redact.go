@@ -151,25 +151,66 @@ func ForLog(msg string) string {
 // recognised by what precedes or follows it.
 const redactMargin = 1 << 10
 
+// maxWord bounds how far shortMessage follows a word (a run without white
+// space, as every credential and path the patterns hide is) through a
+// margin's edge: a word is read whole up to this, so a credential longer
+// than the margin that a cut runs through is still recognised (a 2 KB
+// token after "Bearer", a URL's userinfo up to its "@"). 16 KiB is
+// twice the header size most HTTP servers take; a longer word costs its
+// bytes in the patterns (a message of one 3 MB word: 20 ms).
+const maxWord = 16 << 10
+
 // shortMessage answers Message(msg) shortened to limit, running the
 // patterns over the parts kept and a margin around each cut rather than
 // the whole text: a message may quote a 4 MiB request, and the patterns
 // over all of it cost seconds of CPU per request (2.7 s for 3 MB,
-// BenchmarkForClientLong), which a client could send at will.
+// BenchmarkForClientLong), which a client could send at will. A margin
+// ends beyond the word at its edge, so the patterns see a credential
+// the cut runs through with what names it.
 func shortMessage(msg string, limit int) string {
 	if len(msg) <= limit+2*redactMargin {
 		out, _ := Message(msg)
 		return shorten(out, limit)
 	}
-	headPart, _ := Message(sdk.CutText(msg, limit+redactMargin))
+	headPart, _ := Message(sdk.CutText(msg, wordEnd(msg, limit+redactMargin)))
 	head := sdk.CutText(headPart, limit-tailBytes-64)
-	tailStart := runeStartAt(msg, len(msg)-tailBytes-redactMargin)
+	tailCut := runeStartAt(msg, len(msg)-tailBytes)
+	tailStart := runeStartAt(msg, max(wordStart(msg, tailCut)-redactMargin, 0))
 	tailPart, _ := Message(msg[tailStart:])
 	// The redacted part may be shorter than the tail kept (a long
 	// credential or path there hidden): then it is kept whole.
 	tail := tailPart[runeStartAt(tailPart, max(len(tailPart)-tailBytes, 0)):]
-	left := len(msg) - len(sdk.CutText(msg, limit-tailBytes-64)) - (len(msg) - runeStartAt(msg, len(msg)-tailBytes))
+	left := len(msg) - len(sdk.CutText(msg, limit-tailBytes-64)) - (len(msg) - tailCut)
 	return fmt.Sprintf("%s … (%d bytes left out) … %s", head, left, tail)
+}
+
+// wordEnd answers the end of the word at i in s (the first white space
+// from i), at most maxWord past i.
+func wordEnd(s string, i int) int {
+	end := min(len(s), i+maxWord)
+	for j := i; j < end; j++ {
+		if isSpace(s[j]) {
+			return j
+		}
+	}
+	return end
+}
+
+// wordStart answers the start of the word before i in s (just past the
+// last white space before i), at most maxWord before i.
+func wordStart(s string, i int) int {
+	stop := max(i-maxWord, 0)
+	for j := i; j > stop; j-- {
+		if isSpace(s[j-1]) {
+			return j
+		}
+	}
+	return stop
+}
+
+// isSpace reports whether c is white space as the patterns' \s is.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
 }
 
 // runeStartAt answers i, or the first character start after it.

@@ -140,3 +140,31 @@ func TestALongMessageWhoseEndRedactsShort(t *testing.T) {
 		}
 	}
 }
+
+// TestALongCredentialAcrossACutIsHidden: a credential longer than the
+// margin redacted around a cut (a 2 KB JWT after "Bearer", a URL whose
+// userinfo runs past the margin to its "@") is hidden where the cut runs
+// through it, as redacting the whole message hides it.
+func TestALongCredentialAcrossACutIsHidden(t *testing.T) {
+	filler := strings.Repeat("x ", 300<<10)
+	headCut := maxClientMessage - tailBytes - 64
+	for _, size := range []int{redactMargin + 100, 3 * redactMargin, 8 << 10} {
+		secret := strings.Repeat("hunter2", size/7)
+		for _, form := range []string{
+			" Authorization: Bearer " + secret + " ",
+			" password=" + secret + " ",
+			" postgres://memhost:" + secret + "@db/x ",
+		} {
+			// The message's tail cut, with form in it.
+			tailCut := len(filler) + len(form) - tailBytes
+			for _, at := range []int{headCut - 100, tailCut - len(form)/2, tailCut - len(form) + 30} {
+				at = min(at, len(filler))
+				msg := filler[:at] + form + filler[at:]
+				out, _ := ForClient(nil, msg)
+				if i := strings.Index(out, "hunter2"); i >= 0 {
+					t.Errorf("%d-byte secret in %.20q at %d: the answer shows it: …%s…", size, form, at, out[max(0, i-40):min(len(out), i+40)])
+				}
+			}
+		}
+	}
+}
