@@ -33,27 +33,72 @@ type jsonNode struct {
 // invalid UTF-8 are errors, because a model API and memhost could read
 // such a block differently.
 func parseJSON(data []byte) (*jsonNode, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(data))
-	n, err := parseNode(dec, 0)
+	p := &treeParser{dec: jsontext.NewDecoder(bytes.NewReader(data))}
+	n, err := p.node(0)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.ReadToken(); err != io.EOF {
+	if _, err := p.dec.ReadToken(); err != io.EOF {
 		return nil, errors.New("trailing data after the value")
 	}
 	return n, nil
 }
 
-func parseNode(dec *jsontext.Decoder, depth int) (*jsonNode, error) {
-	n, err := parseValue(dec, depth)
+// parseList parses a JSON list as parseJSON does, each element a value
+// on its own as parseJSON parses one (its depth counted from the element,
+// a number refused where strictjson.Decode refuses one), and answers the
+// elements.
+func parseList(data []byte) ([]*jsonNode, error) {
+	p := &treeParser{dec: jsontext.NewDecoder(bytes.NewReader(data))}
+	dec := p.dec
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
+		return nil, errors.New("not a list")
+	}
+	var nodes []*jsonNode
+	for dec.PeekKind() != ']' {
+		n, err := p.node(0)
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, errors.New("trailing data after the value")
+	}
+	return nodes, nil
+}
+
+// treeParser reads JSON values from dec into nodes taken from a slab, a few
+// allocations for many small values rather than one each.
+type treeParser struct {
+	dec  *jsontext.Decoder
+	slab []jsonNode
+}
+
+func (p *treeParser) alloc(n jsonNode) *jsonNode {
+	if len(p.slab) == 0 {
+		p.slab = make([]jsonNode, 128)
+	}
+	at := &p.slab[0]
+	p.slab = p.slab[1:]
+	*at = n
+	return at
+}
+
+func (p *treeParser) node(depth int) (*jsonNode, error) {
+	n, err := p.value(depth)
 	if err != nil {
 		return nil, err
 	}
-	n.end = dec.InputOffset()
+	n.end = p.dec.InputOffset()
 	return n, nil
 }
 
-func parseValue(dec *jsontext.Decoder, depth int) (*jsonNode, error) {
+func (p *treeParser) value(depth int) (*jsonNode, error) {
+	dec := p.dec
 	if depth > maxJSONDepth {
 		return nil, fmt.Errorf("nests deeper than %d", maxJSONDepth)
 	}
@@ -63,7 +108,7 @@ func parseValue(dec *jsontext.Decoder, depth int) (*jsonNode, error) {
 		if _, err := dec.ReadToken(); err != nil {
 			return nil, err
 		}
-		n := &jsonNode{kind: kind, start: start}
+		n := p.alloc(jsonNode{kind: kind, start: start})
 		end := jsontext.Kind('}')
 		if kind == '[' {
 			end = ']'
@@ -74,11 +119,17 @@ func parseValue(dec *jsontext.Decoder, depth int) (*jsonNode, error) {
 				if err != nil {
 					return nil, err
 				}
+				if n.keys == nil {
+					n.keys = make([]string, 0, 4)
+				}
 				n.keys = append(n.keys, name.String())
 			}
-			v, err := parseNode(dec, depth+1)
+			v, err := p.node(depth + 1)
 			if err != nil {
 				return nil, err
+			}
+			if n.vals == nil {
+				n.vals = make([]*jsonNode, 0, 4)
 			}
 			n.vals = append(n.vals, v)
 		}
@@ -91,20 +142,28 @@ func parseValue(dec *jsontext.Decoder, depth int) (*jsonNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &jsonNode{kind: kind, str: tok.String(), start: start}, nil
+		return p.alloc(jsonNode{kind: kind, str: tok.String(), start: start}), nil
 	default:
 		v, err := dec.ReadValue()
 		if err != nil {
 			return nil, err
 		}
-		return &jsonNode{kind: kind, raw: slices.Clone(v), start: start}, nil
+		if kind == '0' {
+			// strictjson.Decode reads a number as a float64 and refuses
+			// one beyond its range.
+			if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+				return nil, errors.New("holds a number out of range")
+			}
+		}
+		return p.alloc(jsonNode{kind: kind, raw: slices.Clone(v), start: start}), nil
 	}
 }
 
 // span answers the bytes of the value within data, the bytes it was
 // parsed from.
 func (n *jsonNode) span(data []byte) []byte {
-	return bytes.TrimLeft(data[n.start:n.end], " \t\r\n,:")
+	s := bytes.TrimLeft(data[n.start:n.end], " \t\r\n,:")
+	return s[:len(s):len(s)] // appending to it must not write over what follows
 }
 
 // encode writes the value back, members in their order.
