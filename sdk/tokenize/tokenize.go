@@ -351,10 +351,10 @@ func foldRune(r rune) rune {
 // only, and any other word unchanged. Stopwords are matched before
 // stemming, so the list stays in plain words.
 func stem(w string) string {
-	if b, ok := baseForms[w]; ok {
-		w = b
-	}
 	if len(w) < 3 {
+		if b, ok := baseForms[w]; ok {
+			return stem(b) // "dr"
+		}
 		return w // the stemmer leaves such words alone
 	}
 	for i := 0; i < len(w); i++ {
@@ -366,7 +366,13 @@ func stem(w string) string {
 	if e := slot.Load(); e != nil && e.word == w {
 		return e.stem
 	}
-	env := snowballstem.NewEnv(w)
+	// A listed form is read as its base here, on a miss, so the cache
+	// answers it after and other words never look it up.
+	base := w
+	if b, ok := baseForms[w]; ok {
+		base = b
+	}
+	env := snowballstem.NewEnv(base)
 	english.Stem(env)
 	// A clone: w may be a slice of a large text the cache must not pin.
 	e := &stemmed{word: strings.Clone(w), stem: env.Current()}
