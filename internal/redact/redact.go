@@ -173,15 +173,15 @@ func shortMessage(msg string, limit int) string {
 		return shorten(out, limit)
 	}
 	headPart, _ := Message(sdk.CutText(msg, wordEnd(msg, limit+redactMargin)))
-	head := sdk.CutText(headPart, limit-tailBytes-64)
+	head := sdk.CutText(headPart, headBytes(limit))
 	tailCut := runeStartAt(msg, len(msg)-tailBytes)
 	tailStart := runeStartAt(msg, max(wordStart(msg, tailCut)-redactMargin, 0))
 	tailPart, _ := Message(msg[tailStart:])
 	// The redacted part may be shorter than the tail kept (a long
 	// credential or path there hidden): then it is kept whole.
 	tail := tailPart[runeStartAt(tailPart, max(len(tailPart)-tailBytes, 0)):]
-	left := len(msg) - len(sdk.CutText(msg, limit-tailBytes-64)) - (len(msg) - tailCut)
-	return fmt.Sprintf("%s … (%d bytes left out) … %s", head, left, tail)
+	// What is left out is counted in msg, as shorten counts it.
+	return joinCut(head, tailCut-len(sdk.CutText(msg, headBytes(limit))), tail)
 }
 
 // wordEnd answers the end of the word at i in s (the first white space
@@ -229,6 +229,16 @@ func shorten(msg string, limit int) string {
 		return msg
 	}
 	tail := runeStartAt(msg, len(msg)-tailBytes)
-	head := sdk.CutText(msg, limit-tailBytes-64)
-	return fmt.Sprintf("%s … (%d bytes left out) … %s", head, tail-len(head), msg[tail:])
+	head := sdk.CutText(msg, headBytes(limit))
+	return joinCut(head, tail-len(head), msg[tail:])
+}
+
+// headBytes is the most of a message's start kept within limit, beside
+// its tail and the count between them.
+func headBytes(limit int) int { return limit - tailBytes - 64 }
+
+// joinCut writes a shortened message: its start, the bytes left out, its
+// end.
+func joinCut(head string, left int, tail string) string {
+	return fmt.Sprintf("%s … (%d bytes left out) … %s", head, left, tail)
 }
