@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"testing"
 	"time"
-
-	"github.com/memhost/memhost/internal/statedb"
 )
 
 // TestListingsDoNotWaitForTheWriter: a review queue's listings ran on the
@@ -15,15 +13,7 @@ import (
 // listing answers what was committed without waiting for it, and List's
 // count and page agree.
 func TestListingsDoNotWaitForTheWriter(t *testing.T) {
-	db, err := statedb.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	l, err := NewSQLLedger(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, l := newLedger(t)
 	committed := Entry{Realm: "r", ID: "p1", Proposer: "agent", CreatedAt: time.Now().UTC()}
 	if err := l.Add(ctx, []Entry{committed}, 10); err != nil {
 		t.Fatal(err)

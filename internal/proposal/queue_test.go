@@ -26,6 +26,13 @@ func (failingImport) Import(context.Context, string, []sdk.Record) (sdk.ImportRe
 
 func newQueue(t *testing.T) *Queue {
 	t.Helper()
+	_, l := newLedger(t)
+	return &Queue{Ledger: l, MaxPending: 10}
+}
+
+// newLedger answers a ledger on a state database of the test's own.
+func newLedger(t *testing.T) (*statedb.DB, *SQLLedger) {
+	t.Helper()
 	db, err := statedb.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +42,7 @@ func newQueue(t *testing.T) *Queue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Queue{Ledger: l, MaxPending: 10}
+	return db, l
 }
 
 // TestProposeFailureChangesNothing: a proposal whose store call fails, or
