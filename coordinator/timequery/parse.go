@@ -73,12 +73,18 @@ func Parse(query string, now time.Time) Intent {
 	w := words(query)
 	p := parser{w: w, now: now, today: day(now)}
 	var in Intent
-	if s, u, ok := isoDate(query, now.Location()); ok {
+	if s, u, at, ok := isoDate(query, now.Location()); ok {
 		in.Since, in.Until = s, u
+		if lead := words(query[:at]); len(lead) > 0 && lead[len(lead)-1].s == "since" {
+			in.Until = p.upToToday(in.Since, in.Until)
+		}
 	}
 	for i := 0; i < len(w) && !in.HasWindow(); i++ {
 		if s, u, ok := p.window(i); ok {
 			in.Since, in.Until = s, u
+			if p.since(i) {
+				in.Until = p.upToToday(in.Since, in.Until)
+			}
 		}
 	}
 	if !in.HasWindow() || sdk.ValidateWindow(in.Since, in.Until) != nil {
@@ -88,6 +94,25 @@ func Parse(query string, now time.Time) Intent {
 	}
 	in.Order = p.order()
 	return in
+}
+
+// since reports whether the window expression starting at w[i] follows
+// "since" ("since last week", "since the 3rd of May").
+func (p *parser) since(i int) bool {
+	if p.at(i-1) == "the" {
+		i--
+	}
+	return p.at(i-1) == "since"
+}
+
+// upToToday widens a window that began in the past to run through today:
+// "since last week" is all the time from last week's start, not last
+// week alone.
+func (p *parser) upToToday(since, until time.Time) time.Time {
+	if end := addDays(p.today, 1); since.Before(end) && until.Before(end) {
+		return end
+	}
+	return until
 }
 
 // word is one lower-cased run of letters or digits; num is its value when
@@ -453,7 +478,7 @@ func (p *parser) date(i int) (time.Time, time.Time, bool) {
 	}
 	if y := p.w[i].num; y >= 1000 && y <= 9999 && len(p.w[i].s) == 4 {
 		switch p.at(i - 1) {
-		case "in", "during", "of", "throughout":
+		case "in", "during", "of", "throughout", "since":
 			first := midnight(y, 1, 1, loc)
 			return first, addMonths(first, 12), true
 		}
@@ -547,20 +572,21 @@ func monthWindow(y int, m time.Month, loc *time.Location) (time.Time, time.Time,
 
 var isoDateRE = regexp.MustCompile(`\b(\d{4})-(\d{2})-(\d{2})\b`)
 
-// isoDate reads the first 2023-05-14 in s as that day.
-func isoDate(s string, loc *time.Location) (time.Time, time.Time, bool) {
-	m := isoDateRE.FindStringSubmatch(s)
+// isoDate reads the first 2023-05-14 in s as that day, and answers where
+// in s it stands.
+func isoDate(s string, loc *time.Location) (since, until time.Time, at int, ok bool) {
+	m := isoDateRE.FindStringSubmatchIndex(s)
 	if m == nil {
-		return time.Time{}, time.Time{}, false
+		return time.Time{}, time.Time{}, 0, false
 	}
-	y, _ := strconv.Atoi(m[1])
-	mo, _ := strconv.Atoi(m[2])
-	d, _ := strconv.Atoi(m[3])
+	y, _ := strconv.Atoi(s[m[2]:m[3]])
+	mo, _ := strconv.Atoi(s[m[4]:m[5]])
+	d, _ := strconv.Atoi(s[m[6]:m[7]])
 	if y < 1 || !isDate(y, time.Month(mo), d) {
-		return time.Time{}, time.Time{}, false
+		return time.Time{}, time.Time{}, 0, false
 	}
 	t := midnight(y, time.Month(mo), d, loc)
-	return t, addDays(t, 1), true
+	return t, addDays(t, 1), m[0], true
 }
 
 // isDate reports whether y-m-d is a day of the calendar.
