@@ -59,8 +59,10 @@ const (
 // NFC, case-fold orbits folded (tokenize.Version 3). Layout 7 keys tags
 // in NFC (foldTag). terms/4: format characters and variation selectors
 // dropped inside words, the kana length mark kept in its run, Thai, Lao,
-// Khmer and Myanmar cut into bigrams (tokenize.Version 4).
-const schemaVersion = "memhost-bleve/7 terms/4"
+// Khmer and Myanmar cut into bigrams (tokenize.Version 4). terms/5:
+// fullwidth and halfwidth forms folded, Latin ligatures spelled out
+// (tokenize.Version 5).
+const schemaVersion = "memhost-bleve/7 terms/5"
 
 var (
 	schemaKey = []byte("memhost_schema")

@@ -12,7 +12,17 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/tokenize"
 )
+
+// TestSchemaFollowsTokenizer: the stored terms are the tokenizer's, so a
+// tokenizer version without the migration that re-indexes under it would
+// leave every realm answering with terms no query cuts any more.
+func TestSchemaFollowsTokenizer(t *testing.T) {
+	if termsVersion != tokenize.Version {
+		t.Fatalf("the schema's terms are of tokenizer version %d, the tokenizer is %d: add a migration that re-indexes every realm and set termsVersion", termsVersion, tokenize.Version)
+	}
+}
 
 // TestRequiredColumnsMatchMigrations: the list checkSchema holds a schema
 // to is exactly what the migrations build, so a new migration cannot

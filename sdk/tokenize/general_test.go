@@ -47,7 +47,7 @@ func generalTokens(s string) []string {
 		}
 		units, kind = nil, noRun
 	}
-	for _, r := range norm.NFC.String(s) {
+	for _, r := range norm.NFC.String(foldForms(s)) {
 		switch {
 		case r == utf8.RuneError:
 			flushWord()

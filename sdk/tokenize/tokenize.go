@@ -2,7 +2,10 @@
 // plugins so that a query and a record are cut into terms the same way.
 //
 // It is Unicode-aware: text is put in NFC first, so a letter typed as a
-// base and a combining accent meets its precomposed form; a term is a run
+// base and a combining accent meets its precomposed form, after its
+// fullwidth and halfwidth forms are folded to the usual ones (ｉＰｈｏｎｅ
+// is iPhone, ｻｰﾊﾞｰ is サーバー) and the Latin ligatures spelled out (ﬁ is
+// fi); other compatibility forms (①, ㌔, ²) stay themselves. A term is a run
 // of letters, digits and combining marks of any script, lower-cased, with
 // the letters a case-fold orbit holds beside the lower case (final ς, long
 // ſ, the symbol ϑ) taken to it, as tags compare. Han, Hiragana, Katakana
@@ -31,6 +34,7 @@ import (
 	"github.com/blevesearch/snowballstem"
 	"github.com/blevesearch/snowballstem/english"
 	"golang.org/x/text/unicode/norm"
+	"golang.org/x/text/width"
 )
 
 // Version names the terms this package cuts. A store that persists terms
@@ -43,8 +47,9 @@ import (
 // format characters and variation selectors instead of cutting words at
 // them, keeps the kana length mark in its kana run and cuts Thai, Lao,
 // Khmer and Myanmar runs into bigrams of units, and folds the listed
-// comparatives, superlatives and "dr" (baseForms).
-const Version = 4
+// comparatives, superlatives and "dr" (baseForms); 5 folds fullwidth and
+// halfwidth forms and spells out the Latin ligatures (foldForms).
+const Version = 5
 
 // Tokens returns every term of s in order, repeats included. A term may
 // share memory with s.
@@ -138,6 +143,22 @@ func isStacker(r rune) bool {
 	return r == 0x1039 || r == 0x17d2
 }
 
+// ligatures spells out the Latin ligatures of the Alphabetic
+// Presentation Forms block, which text copied from a typeset PDF carries.
+var ligatures = strings.NewReplacer("ﬀ", "ff", "ﬁ", "fi", "ﬂ", "fl", "ﬃ", "ffi", "ﬄ", "ffl", "ﬅ", "st", "ﬆ", "st")
+
+// foldForms folds the fullwidth and halfwidth forms of s (what East Asian
+// input methods and legacy encodings write: ｉＰｈｏｎｅ１５, ｻｰﾊﾞｰ) to the
+// usual ones and spells out the Latin ligatures, so each meets the word
+// typed plainly. Both blocks encode with a leading 0xEF byte, which most
+// text holds none of.
+func foldForms(s string) string {
+	if strings.IndexByte(s, 0xEF) < 0 {
+		return s
+	}
+	return ligatures.Replace(width.Fold.String(s))
+}
+
 // isIgnorable reports whether r is invisible inside a word and dropped
 // there: a format character (Unicode Cf: soft hyphen, zero-width joiner
 // and non-joiner, word joiner, bidi marks and isolates, byte-order mark,
@@ -162,7 +183,7 @@ func each(s string, emit func(string) bool) {
 	if !isASCII(s) {
 		// NFD text (macOS input, some pastes) and NFC text must cut to the
 		// same terms. String answers s itself when it is NFC already.
-		s = norm.NFC.String(s)
+		s = norm.NFC.String(foldForms(s))
 	}
 	var buf []byte   // the word, once it cannot be a slice of s
 	slow := false    // the word is in buf
