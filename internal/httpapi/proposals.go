@@ -164,11 +164,9 @@ func (s *Server) handleListProposals(ctx context.Context, c caller, w http.Respo
 	if err != nil {
 		return err
 	}
-	after := q.Get("after")
-	if after != "" {
-		if err := sdk.ValidateID(after); err != nil {
-			return asField("after", err)
-		}
+	after, err := proposal.ParseCursor(q.Get("after"))
+	if err != nil {
+		return &sdk.FieldError{Field: "after", Problem: err.Error(), Err: sdk.ErrInvalid}
 	}
 	queue, err := s.queue()
 	if err != nil {
@@ -190,7 +188,7 @@ func (s *Server) handleListProposals(ctx context.Context, c caller, w http.Respo
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "proposals": items, "pending": total, "next": next})
+	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "proposals": items, "pending": total, "next": next.String()})
 }
 
 // pageLimit parses a limit query parameter.

@@ -127,7 +127,7 @@ func (p *Proposals) Hold(ctx context.Context, realm, id string, held []byte) err
 	return nil
 }
 
-func (p *Proposals) List(ctx context.Context, realm, after string, limit int) ([]proposal.Entry, int, error) {
+func (p *Proposals) List(ctx context.Context, realm string, after proposal.Cursor, limit int) ([]proposal.Entry, int, error) {
 	done, err := p.db.listing(ctx, realm)
 	if err != nil {
 		return nil, 0, fmt.Errorf("proposal ledger: list: %w", classify(err))
@@ -138,8 +138,8 @@ func (p *Proposals) List(ctx context.Context, realm, after string, limit int) ([
 		return nil, 0, fmt.Errorf("proposal ledger: list: %w", classify(err))
 	}
 	rows, err := p.db.pool.Query(ctx, p.db.q(`SELECT realm, id, proposer, identity, created_ms FROM proposals
-		WHERE realm = $1 AND ($2 = '' OR (created_ms, id) > (SELECT created_ms, id FROM proposals WHERE realm = $1 AND id = $2))
-		ORDER BY created_ms, id LIMIT $3`), realm, after, limit)
+		WHERE realm = $1 AND ($2 = '' OR (created_ms, id) > ($4, $2))
+		ORDER BY created_ms, id LIMIT $3`), realm, after.ID, limit, after.CreatedMS)
 	if err != nil {
 		return nil, 0, fmt.Errorf("proposal ledger: list: %w", classify(err))
 	}

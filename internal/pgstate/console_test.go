@@ -55,7 +55,7 @@ func TestProposalBoundAcrossHosts(t *testing.T) {
 	}
 	// Paging sees each once, oldest first; Remove makes room.
 	var seen []string
-	after := ""
+	after := proposal.Cursor{}
 	for {
 		page, total, err := ledgers[1].List(ctx, "r", after, 7)
 		if err != nil || total != bound+1 {
@@ -67,7 +67,7 @@ func TestProposalBoundAcrossHosts(t *testing.T) {
 		if len(page) < 7 {
 			break
 		}
-		after = page[len(page)-1].ID
+		after = proposal.After(page[len(page)-1])
 	}
 	if len(seen) != bound+1 {
 		t.Fatalf("paged %d entries, want %d: %v", len(seen), bound+1, seen)

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/pgtest"
+	"github.com/memhost/memhost/internal/proposal"
 )
 
 // TestListingsLeaveTurnsAConnection: trace and proposal listings shared
@@ -47,7 +48,7 @@ func TestListingsLeaveTurnsAConnection(t *testing.T) {
 		func() error { _, err := traces.Session(ctx, "ra", nil, "s", 10); return err },
 		func() error { _, err := traces.Record(ctx, "ra", nil, "id", 10); return err },
 		func() error { _, err := traces.Recent(ctx, "ra", nil, 10); return err },
-		func() error { _, _, err := ledger.List(ctx, "ra", "", 10); return err },
+		func() error { _, _, err := ledger.List(ctx, "ra", proposal.Cursor{}, 10); return err },
 		func() error { _, err := ledger.Proposed(ctx, "ra", "agent", 10); return err },
 	}
 	errs := make(chan error, flood)

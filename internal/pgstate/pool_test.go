@@ -10,6 +10,7 @@ import (
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/pgtest"
+	"github.com/memhost/memhost/internal/proposal"
 )
 
 // TestDeadPooledConnectionIsReplaced: after a restart or failover every
@@ -46,7 +47,7 @@ func TestDeadPooledConnectionIsReplaced(t *testing.T) {
 			}
 			return err
 		}},
-		{"proposal list", func() error { _, _, err := props.List(ctx, "r", "", 10); return err }},
+		{"proposal list", func() error { _, _, err := props.List(ctx, "r", proposal.Cursor{}, 10); return err }},
 		{"session count", func() error { _, err := sessions.Len(ctx, "r"); return err }},
 	} {
 		if err := tc.call(); err != nil {
@@ -99,7 +100,7 @@ func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
 		{"session visit", func() error {
 			return sessions.Update(ctx, key, func(st *coordinator.SessionState) bool { st.InjectedBytes++; return true })
 		}},
-		{"proposal list", func() error { _, _, err := props.List(ctx, "r", "", 10); return err }},
+		{"proposal list", func() error { _, _, err := props.List(ctx, "r", proposal.Cursor{}, 10); return err }},
 		{"session count", func() error { _, err := sessions.Len(ctx, "r"); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

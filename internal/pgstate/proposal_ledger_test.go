@@ -52,7 +52,7 @@ func TestProposalLedgersKeepTheFirstEntry(t *testing.T) {
 				if err != nil || !found || !reflect.DeepEqual(got, first) {
 					t.Fatalf("entry after the refused Add: %+v, %v, %v; want %+v", got, found, err, first)
 				}
-				if _, total, err := l.List(ctx, "r", "", 10); err != nil || total != 1 {
+				if _, total, err := l.List(ctx, "r", proposal.Cursor{}, 10); err != nil || total != 1 {
 					t.Fatalf("%d pending after the refused Add (%v); want 1", total, err)
 				}
 				other := first
@@ -258,5 +258,54 @@ func TestProposalLedgersHoldThroughAReap(t *testing.T) {
 				t.Fatalf("after its release the entry reads %+v, %v, %v; want it noted, holding nothing", got, found, err)
 			}
 		})
+	}
+}
+
+// TestProposalLedgersPageOnPastRemovedEntries runs both ledgers: a page
+// after a cursor whose entry was removed since (its proposal reviewed)
+// goes on from where that entry stood, ties of one created time by id.
+func TestProposalLedgersPageOnPastRemovedEntries(t *testing.T) {
+	ctx := context.Background()
+	at := func(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+	entries := []proposal.Entry{
+		{Realm: "r", ID: "a", Proposer: "bot", CreatedAt: at(1000)},
+		{Realm: "r", ID: "b", Proposer: "bot", CreatedAt: at(2000)},
+		{Realm: "r", ID: "c", Proposer: "bot", CreatedAt: at(2000)},
+		{Realm: "r", ID: "d", Proposer: "bot", CreatedAt: at(3000)},
+	}
+	cases := []struct {
+		name    string
+		after   proposal.Entry
+		removed []string
+		want    []string
+	}{
+		{"nothing removed", entries[1], nil, []string{"c", "d"}},
+		{"the cursor's entry", entries[1], []string{"b"}, []string{"c", "d"}},
+		{"the cursor's and the next", entries[0], []string{"a", "b"}, []string{"c", "d"}},
+		{"every one after", entries[2], []string{"c", "d"}, nil},
+	}
+	for store, newLedger := range bothLedgers() {
+		for _, tc := range cases {
+			t.Run(store+"/"+tc.name, func(t *testing.T) {
+				l := newLedger(t)
+				if err := l.Add(ctx, entries, 10); err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Remove(ctx, "r", tc.removed); err != nil {
+					t.Fatal(err)
+				}
+				page, _, err := l.List(ctx, "r", proposal.After(tc.after), 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, e := range page {
+					got = append(got, e.ID)
+				}
+				if !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("after %s with %v removed: %v, want %v", tc.after.ID, tc.removed, got, tc.want)
+				}
+			})
+		}
 	}
 }

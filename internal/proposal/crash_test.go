@@ -100,10 +100,10 @@ var (
 func listedOnceReaped(t *testing.T, q *Queue, p sdk.Provider) ([]Pending, int) {
 	t.Helper()
 	after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
-	if _, _, _, err := after.List(ctx, "r", p, "", 10, nil); err != nil {
+	if _, _, _, err := after.List(ctx, "r", p, Cursor{}, 10, nil); err != nil {
 		t.Fatal(err)
 	}
-	listed, total, _, err := after.List(ctx, "r", p, "", 10, nil)
+	listed, total, _, err := after.List(ctx, "r", p, Cursor{}, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +167,10 @@ func TestApprovalInterruptedByACrash(t *testing.T) {
 			// Another host lists the proposals once the claim expired: that
 			// listing restores the proposal, and the next shows it.
 			after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
-			if _, _, _, err := after.List(ctx, "r", base, "", 10, nil); err != nil {
+			if _, _, _, err := after.List(ctx, "r", base, Cursor{}, 10, nil); err != nil {
 				t.Fatal(err)
 			}
-			listed, total, _, err := after.List(ctx, "r", base, "", 10, nil)
+			listed, total, _, err := after.List(ctx, "r", base, Cursor{}, 10, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,7 +235,7 @@ func TestAReapDoesNotRestoreARejectedProposal(t *testing.T) {
 	rejecter := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
 	var rejErr error
 	lister := &Queue{Ledger: raceReap{q.Ledger, func() { rejErr = rejecter.Reject(ctx, "r", id, base, nil) }}, MaxPending: q.MaxPending, clock: later}
-	if _, _, _, err := lister.List(ctx, "r", base, "", 10, nil); err != nil {
+	if _, _, _, err := lister.List(ctx, "r", base, Cursor{}, 10, nil); err != nil {
 		t.Fatal(err)
 	}
 	if rejErr != nil {
@@ -245,7 +245,7 @@ func TestAReapDoesNotRestoreARejectedProposal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, total, _, _ := rejecter.List(ctx, "r", base, "", 10, nil)
+	_, total, _, _ := rejecter.List(ctx, "r", base, Cursor{}, 10, nil)
 	if len(got) != 0 || total != 0 {
 		t.Fatalf("a proposal rejected is back: stored %+v, pending total %d", got, total)
 	}
@@ -261,15 +261,15 @@ func TestTwoReapsRestoreOnce(t *testing.T) {
 	crashedApproval(t, q, base, id)
 	first := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
 	var ferr error
-	second := &Queue{Ledger: raceReap{q.Ledger, func() { _, _, _, ferr = first.List(ctx, "r", base, "", 10, nil) }}, MaxPending: q.MaxPending, clock: later}
-	if _, _, _, err := second.List(ctx, "r", base, "", 10, nil); err != nil {
+	second := &Queue{Ledger: raceReap{q.Ledger, func() { _, _, _, ferr = first.List(ctx, "r", base, Cursor{}, 10, nil) }}, MaxPending: q.MaxPending, clock: later}
+	if _, _, _, err := second.List(ctx, "r", base, Cursor{}, 10, nil); err != nil {
 		t.Fatal(err)
 	}
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
 	got, _ := base.Get(ctx, "r", []string{id})
-	listed, total, _, _ := first.List(ctx, "r", base, "", 10, nil)
+	listed, total, _, _ := first.List(ctx, "r", base, Cursor{}, 10, nil)
 	_, found, _ := q.Ledger.Lookup(ctx, "r", id)
 	if len(got) != 1 || total != 1 || len(listed) != 1 || !found {
 		t.Fatalf("after two concurrent listings: stored %d, listed %d (total %d), in ledger %v; want the restored proposal pending and listed", len(got), len(listed), total, found)
@@ -319,7 +319,7 @@ func TestAFailedApprovalKeepsWhatItHolds(t *testing.T) {
 				t.Fatalf("after the failure the ledger entry reads %+v, %v, %v; want it holding the proposal", e, found, err)
 			}
 			much := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: func() time.Time { return time.Now().Add(4 * ClaimTTL) }}
-			if _, _, _, err := much.List(ctx, "r", base, "", 10, nil); err != nil {
+			if _, _, _, err := much.List(ctx, "r", base, Cursor{}, 10, nil); err != nil {
 				t.Fatal(err)
 			}
 			got, err := base.Get(ctx, "r", []string{id})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -52,10 +54,11 @@ type Ledger interface {
 	// review took out (Hold) is not dropped but answered, for the caller
 	// to restore: that review did not end.
 	Reap(ctx context.Context, realm string, ids []string, now time.Time) ([]Entry, error)
-	// List answers up to limit entries of realm, oldest first, created
-	// after the entry after ("" from the start), and how many are pending
-	// in all.
-	List(ctx context.Context, realm, after string, limit int) ([]Entry, int, error)
+	// List answers up to limit entries of realm, oldest first (by
+	// created time, then id), placed after the cursor after (the zero
+	// Cursor from the start), and how many are pending in all. The cursor
+	// is a place, not an entry: it holds when its entry is gone.
+	List(ctx context.Context, realm string, after Cursor, limit int) ([]Entry, int, error)
 	// Lookup answers the entry of id, if any.
 	Lookup(ctx context.Context, realm, id string) (Entry, bool, error)
 	// Proposed answers up to limit entries of proposer in realm, oldest
@@ -97,4 +100,44 @@ const ClaimTTL = 10 * time.Minute
 // already, the same from every ledger.
 func AlreadyNoted(realm, id string) error {
 	return fmt.Errorf("a proposal %q is already pending in realm %q; propose under another id: %w", id, realm, sdk.ErrConflict)
+}
+
+// Cursor is a place in a realm's queue: just after the entry created at
+// CreatedMS (Unix milliseconds) with ID. The zero Cursor is the start.
+// It names the place rather than the entry, so a page after a proposal
+// reviewed meanwhile goes on from where that proposal stood.
+type Cursor struct {
+	CreatedMS int64
+	ID        string
+}
+
+// After answers the cursor just after e.
+func After(e Entry) Cursor { return Cursor{CreatedMS: e.CreatedAt.UnixMilli(), ID: e.ID} }
+
+// String answers the cursor as a listing's next: "" for the start, else
+// the created time in Unix milliseconds, a '.' and the id.
+func (c Cursor) String() string {
+	if c.ID == "" {
+		return ""
+	}
+	return strconv.FormatInt(c.CreatedMS, 10) + "." + c.ID
+}
+
+// ErrCursor refuses an after that no listing answered as its next.
+var ErrCursor = errors.New("is not a cursor of this queue (pass the next of an earlier answer unchanged)")
+
+// ParseCursor reads a cursor String wrote ("" is the start).
+func ParseCursor(s string) (Cursor, error) {
+	if s == "" {
+		return Cursor{}, nil
+	}
+	ms, id, ok := strings.Cut(s, ".")
+	if !ok || ms == "" || len(ms) > 18 || strings.Trim(ms, "0123456789") != "" || sdk.ValidateID(id) != nil {
+		return Cursor{}, ErrCursor
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return Cursor{}, ErrCursor
+	}
+	return Cursor{CreatedMS: n, ID: id}, nil
 }

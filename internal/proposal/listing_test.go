@@ -45,7 +45,7 @@ func TestListingsDoNotWaitForTheWriter(t *testing.T) {
 		list func(context.Context) ([]Entry, error)
 	}{
 		{"list", func(ctx context.Context) ([]Entry, error) {
-			got, total, err := l.List(ctx, "r", "", 10)
+			got, total, err := l.List(ctx, "r", Cursor{}, 10)
 			if err == nil && total != len(got) {
 				t.Errorf("List counted %d and listed %d", total, len(got))
 			}

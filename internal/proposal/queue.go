@@ -322,7 +322,7 @@ func (q *Queue) NoteImported(ctx context.Context, realm string, p sdk.Provider, 
 func (q *Queue) pendingIDs(ctx context.Context, realm string) ([]string, error) {
 	const page = 500
 	var ids []string
-	after := ""
+	after := Cursor{}
 	for {
 		entries, _, err := q.Ledger.List(ctx, realm, after, page)
 		if err != nil {
@@ -334,7 +334,7 @@ func (q *Queue) pendingIDs(ctx context.Context, realm string) ([]string, error) 
 		if len(entries) < page {
 			return ids, nil
 		}
-		after = entries[len(entries)-1].ID
+		after = After(entries[len(entries)-1])
 	}
 }
 
@@ -400,33 +400,33 @@ type Visible func(*sdk.Record) bool
 // so a page is full while more remain. An entry whose record is gone
 // (forgotten meanwhile) is left out and dropped from the ledger, unless
 // it may be a proposal still being stored or under review (Ledger.Reap).
-func (q *Queue) List(ctx context.Context, realm string, p sdk.Provider, after string, limit int, visible Visible) ([]Pending, int, string, error) {
+func (q *Queue) List(ctx context.Context, realm string, p sdk.Provider, after Cursor, limit int, visible Visible) ([]Pending, int, Cursor, error) {
 	getter, ok := host.ProviderOf(p).Getter()
 	if !ok {
-		return nil, 0, "", fmt.Errorf("the provider of realm %q cannot fetch records by id, so proposals cannot be shown: %w", realm, sdk.ErrUnsupported)
+		return nil, 0, Cursor{}, fmt.Errorf("the provider of realm %q cannot fetch records by id, so proposals cannot be shown: %w", realm, sdk.ErrUnsupported)
 	}
 	var (
 		out   []Pending
 		gone  []string
 		total = -1
-		next  string
+		next  Cursor
 	)
-	// Reaped only at the end: an entry reaped mid-scan could be the
-	// ledger's cursor for its next page.
+	// Gone entries are reaped at the end, in one call; the cursor is a
+	// place, so one reaped (or reviewed) meanwhile does not stop a scan.
 	for cursor := after; ; {
 		entries, n, err := q.Ledger.List(ctx, realm, cursor, limit)
 		if err != nil {
-			return nil, 0, "", err
+			return nil, 0, Cursor{}, err
 		}
 		if total < 0 {
 			total = n
 		}
 		byID, err := getByID(ctx, realm, getter, entryIDs(entries))
 		if err != nil {
-			return nil, 0, "", err
+			return nil, 0, Cursor{}, err
 		}
 		for _, e := range entries {
-			cursor = e.ID
+			cursor = After(e)
 			rec, ok := byID[e.ID]
 			if !ok || !IsPending(&rec) {
 				gone = append(gone, e.ID)
@@ -441,7 +441,7 @@ func (q *Queue) List(ctx context.Context, realm string, p sdk.Provider, after st
 			}
 		}
 		if len(out) == limit {
-			next = out[len(out)-1].ID
+			next = After(out[len(out)-1].Entry)
 			break
 		}
 		if len(entries) < limit {
@@ -451,14 +451,14 @@ func (q *Queue) List(ctx context.Context, realm string, p sdk.Provider, after st
 	if len(gone) > 0 {
 		dropped, err := q.reap(ctx, realm, p, gone)
 		if err != nil {
-			return nil, 0, "", err
+			return nil, 0, Cursor{}, err
 		}
 		total -= dropped
 	}
 	if visible != nil {
 		var err error
 		if total, err = q.countVisible(ctx, realm, getter, visible); err != nil {
-			return nil, 0, "", err
+			return nil, 0, Cursor{}, err
 		}
 	}
 	if out == nil {
@@ -485,7 +485,7 @@ func (q *Queue) pending(ctx context.Context, realm string, p sdk.Provider, e Ent
 func (q *Queue) countVisible(ctx context.Context, realm string, getter sdk.RecordGetter, visible Visible) (int, error) {
 	const page = 500
 	n := 0
-	for after := ""; ; {
+	for after := (Cursor{}); ; {
 		entries, _, err := q.Ledger.List(ctx, realm, after, page)
 		if err != nil {
 			return 0, err
@@ -502,7 +502,7 @@ func (q *Queue) countVisible(ctx context.Context, realm string, getter sdk.Recor
 		if len(entries) < page {
 			return n, nil
 		}
-		after = entries[len(entries)-1].ID
+		after = After(entries[len(entries)-1])
 	}
 }
 

@@ -82,7 +82,7 @@ func TestProposeFailureChangesNothing(t *testing.T) {
 			if err != nil || !found || e.Proposer != "alice-bot" {
 				t.Fatalf("first entry after the failed proposal: %+v, %v, %v; want alice-bot's", e, found, err)
 			}
-			if _, total, err := q.Ledger.List(ctx, "r", "", 10); err != nil || total != 1 {
+			if _, total, err := q.Ledger.List(ctx, "r", Cursor{}, 10); err != nil || total != 1 {
 				t.Fatalf("%d pending after the failed proposal (%v); want 1", total, err)
 			}
 		})
@@ -132,7 +132,7 @@ func TestProposeHeldContent(t *testing.T) {
 				}
 				holder = ids[0]
 			}
-			_, before, err := q.Ledger.List(ctx, "r", "", 10)
+			_, before, err := q.Ledger.List(ctx, "r", Cursor{}, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +148,7 @@ func TestProposeHeldContent(t *testing.T) {
 			if err != nil || len(got) != 2 {
 				t.Fatalf("the answered ids %v name %d stored records (%v); want 2", ids, len(got), err)
 			}
-			if _, after, err := q.Ledger.List(ctx, "r", "", 10); err != nil || after != before+1 {
+			if _, after, err := q.Ledger.List(ctx, "r", Cursor{}, 10); err != nil || after != before+1 {
 				t.Fatalf("%d pending after proposing held content and a new one (%v); want %d", after, err, before+1)
 			}
 			if tc.holder != "active" {
@@ -188,7 +188,7 @@ func TestProposeStoredID(t *testing.T) {
 			case tc.wantErr == nil && (err != nil || len(got) != 1 || got[0] != ids[0]):
 				t.Fatalf("Propose = %v, %v; want the stored record %s", got, err, ids[0])
 			}
-			if _, total, err := q.Ledger.List(ctx, "r", "", 10); err != nil || total != 0 {
+			if _, total, err := q.Ledger.List(ctx, "r", Cursor{}, 10); err != nil || total != 0 {
 				t.Fatalf("%d pending (%v); want none", total, err)
 			}
 			stored, err := p.Get(ctx, "r", ids)
@@ -223,11 +223,11 @@ func TestImportedProposalsAreListed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	entries, total, err := to.Ledger.List(ctx, "b", "", 10)
+	entries, total, err := to.Ledger.List(ctx, "b", Cursor{}, 10)
 	if err != nil || total != 1 || len(entries) != 1 || entries[0].ID != ids[0] || entries[0].Proposer != ImportedProposer {
 		t.Fatalf("pending after the import: %+v (%d, %v), want the one proposal, noted as imported", entries, total, err)
 	}
-	pending, _, _, err := to.List(ctx, "b", dst, "", 10, nil)
+	pending, _, _, err := to.List(ctx, "b", dst, Cursor{}, 10, nil)
 	if err != nil || len(pending) != 1 || pending[0].Record.Title != "Deploys" || pending[0].Proposer != "" || !pending[0].Imported {
 		t.Fatalf("the review lists %+v (%v), want the imported proposal, with no proposer", pending, err)
 	}
@@ -243,7 +243,7 @@ func TestImportedProposalsAreListed(t *testing.T) {
 	if err := other.NoteImported(ctx, "c", held, exported[:1]); err != nil {
 		t.Fatal(err)
 	}
-	if _, total, _ := other.Ledger.List(ctx, "c", "", 10); total != 0 {
+	if _, total, _ := other.Ledger.List(ctx, "c", Cursor{}, 10); total != 0 {
 		t.Fatalf("%d pending, want none: the provider holds the id as an active record", total)
 	}
 }
@@ -276,7 +276,7 @@ func TestProposalsGoneFromTheStoreFreeTheBound(t *testing.T) {
 				if err := q.Forgotten(ctx, "r", ids); err != nil {
 					t.Fatal(err)
 				}
-				if _, total, err := q.Ledger.List(ctx, "r", "", 10); err != nil || total != 0 {
+				if _, total, err := q.Ledger.List(ctx, "r", Cursor{}, 10); err != nil || total != 0 {
 					t.Fatalf("%d noted after both were forgotten (%v), want none", total, err)
 				}
 			}
@@ -312,7 +312,7 @@ func TestImportedProposalsCountAgainstNoAgent(t *testing.T) {
 	if _, err := q.Propose(ctx, "r", s, []sdk.Record{fact(sdk.RealmScope, "local one"), fact(sdk.RealmScope, "local two")}, Proposer{}); err != nil {
 		t.Fatalf("the tokenless agent's proposals beside 3 imported ones answered %v", err)
 	}
-	listed, total, _, err := q.List(ctx, "r", s, "", 10, nil)
+	listed, total, _, err := q.List(ctx, "r", s, Cursor{}, 10, nil)
 	if err != nil || total != 5 || len(listed) != 5 {
 		t.Fatalf("listed %d of %d (%v), want 5", len(listed), total, err)
 	}
@@ -347,7 +347,7 @@ func TestListShowsOnlyVisibleProposals(t *testing.T) {
 	}
 	visible := func(r *sdk.Record) bool { return r.Scope != sdk.IdentityScope("bob") }
 	var seen []string
-	after := ""
+	after := Cursor{}
 	for page := 0; ; page++ {
 		listed, total, next, err := q.List(ctx, "r", s, after, 2, visible)
 		if err != nil {
@@ -356,13 +356,13 @@ func TestListShowsOnlyVisibleProposals(t *testing.T) {
 		if total != 3 {
 			t.Errorf("page %d counts %d pending, want the 3 visible", page, total)
 		}
-		if next != "" && len(listed) != 2 {
+		if next != (Cursor{}) && len(listed) != 2 {
 			t.Errorf("page %d holds %d with more to come, want 2", page, len(listed))
 		}
 		for _, p := range listed {
 			seen = append(seen, p.ID)
 		}
-		if next == "" || page > 5 {
+		if next == (Cursor{}) || page > 5 {
 			break
 		}
 		after = next
@@ -506,5 +506,83 @@ func TestHolderKeepsToItsRealm(t *testing.T) {
 	r := sdk.Record{Realm: "default", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "Harbour hours", Body: "nine", ContentHash: hits[0].Record.ContentHash}
 	if id, found, err := holder(context.Background(), "default", p, nil, &r, time.Now()); err != nil || found {
 		t.Errorf("holder = %q, %v, %v; want none: the only record holding the content is realm acme's", id, found, err)
+	}
+}
+
+// TestListGoesOnPastReviewedProposals: from an outside review. The next
+// page's cursor named the last proposal listed, and the ledger found its
+// place by looking that entry up: once a reviewer approved or rejected
+// it (the natural thing to do with the page just read), the next page
+// was empty and had no next, as if the queue ended there, however many
+// were pending after it. The cursor is now the place itself.
+func TestListGoesOnPastReviewedProposals(t *testing.T) {
+	cases := []struct {
+		name     string
+		reviewed []string // between the first page and the rest
+		want     string   // what the pages after the first list
+	}{
+		{"nothing reviewed", nil, "[p2 p3 p4 p5]"},
+		{"the cursor's own proposal", []string{"p1"}, "[p2 p3 p4 p5]"},
+		{"the whole first page", []string{"p0", "p1"}, "[p2 p3 p4 p5]"},
+		{"the next page's first", []string{"p2"}, "[p3 p4 p5]"},
+		{"the cursor's and the next page's first", []string{"p1", "p2", "p3"}, "[p4 p5]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q, s := newQueue(t), newStore(append(allCaps, sdk.CapForget)...)
+			p := forgetting{s, false}
+			var recs []sdk.Record
+			for i := range 6 {
+				r := fact(sdk.RealmScope, fmt.Sprintf("p%d", i), Tag)
+				// p2 and p3 share a created time: ties go by id.
+				r.ID, r.Status, r.CreatedAt = fmt.Sprintf("p%d", i), sdk.StatusQuarantined, time.UnixMilli(int64(1000+i-min(i/3, 1))).UTC()
+				recs = append(recs, r)
+			}
+			if _, err := s.Import(ctx, "r", recs); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.NoteImported(ctx, "r", s, recs); err != nil {
+				t.Fatal(err)
+			}
+			first, _, next, err := q.List(ctx, "r", p, Cursor{}, 2, nil)
+			if err != nil || len(first) != 2 || next == (Cursor{}) {
+				t.Fatalf("first page: %d listed, next %v, %v", len(first), next, err)
+			}
+			for _, id := range c.reviewed {
+				if err := q.Reject(ctx, "r", id, p, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var seen []string
+			for page := 0; next != (Cursor{}) && page < 5; page++ {
+				listed, _, n, err := q.List(ctx, "r", p, next, 2, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range listed {
+					seen = append(seen, p.ID)
+				}
+				next = n
+			}
+			if fmt.Sprint(seen) != c.want {
+				t.Errorf("the pages after the first listed %v, want %s", seen, c.want)
+			}
+		})
+	}
+}
+
+// TestParseCursor: a listing's next reads back as the same place; what
+// no listing answered is refused, whatever its shape.
+func TestParseCursor(t *testing.T) {
+	for _, c := range []Cursor{{}, {CreatedMS: 1765100000000, ID: "r1a252846bb694e65b3ffc471b14"}, {CreatedMS: 0, ID: "a.b"}} {
+		got, err := ParseCursor(c.String())
+		if err != nil || got != c {
+			t.Errorf("ParseCursor(%q) = %+v, %v; want %+v", c.String(), got, err, c)
+		}
+	}
+	for _, bad := range []string{"r1a252846bb694e65b3ffc471b14", "12.", ".r1", "-5.r1", "+5.r1", "5", "99999999999999999999.r1", "12.a/b", "12.~x", "1 2.r1"} {
+		if c, err := ParseCursor(bad); err == nil {
+			t.Errorf("ParseCursor(%q) = %+v, want a refusal", bad, c)
+		}
 	}
 }

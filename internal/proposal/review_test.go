@@ -198,7 +198,7 @@ func TestProposalBatchesBeyondTheBound(t *testing.T) {
 	if !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), "has 6 pending") || !strings.Contains(err.Error(), "5 more") || strings.Contains(err.Error(), "database") {
 		t.Fatalf("a batch of 5 beside 6 pending answered %v, want ErrTooMany naming both counts and no database", err)
 	}
-	if _, total, err := q.Ledger.List(ctx, "r", "", 100); err != nil || total != 6 {
+	if _, total, err := q.Ledger.List(ctx, "r", Cursor{}, 100); err != nil || total != 6 {
 		t.Fatalf("%d noted after the refusals (%v), want the 6 of the first batch", total, err)
 	}
 }
@@ -263,7 +263,7 @@ func (l *listingStore) Forget(_ context.Context, _ string, ids []string) (int, e
 }
 
 func (l *listingStore) listThenFail(ctx context.Context) error {
-	listed, _, _, err := l.q.List(ctx, "r", l, "", 50, nil)
+	listed, _, _, err := l.q.List(ctx, "r", l, Cursor{}, 50, nil)
 	if err != nil {
 		return err
 	}
@@ -323,7 +323,7 @@ func TestAFailedApprovalDuringAListingStaysListed(t *testing.T) {
 			if got := base.get(t, ids[0]); !IsPending(&got) {
 				t.Fatalf("after the failed act the proposal is %+v, want pending again", got)
 			}
-			listed, total, _, err := q.List(ctx, "r", p, "", 50, nil)
+			listed, total, _, err := q.List(ctx, "r", p, Cursor{}, 50, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -136,7 +136,7 @@ func (l *SQLLedger) Hold(ctx context.Context, realm, id string, held []byte) err
 	return err
 }
 
-func (l *SQLLedger) List(ctx context.Context, realm, after string, limit int) ([]Entry, int, error) {
+func (l *SQLLedger) List(ctx context.Context, realm string, after Cursor, limit int) ([]Entry, int, error) {
 	var total int
 	var out []Entry
 	err := l.db.Read(ctx, realm, "list proposals", func(db *sql.DB) error {
@@ -149,10 +149,11 @@ func (l *SQLLedger) List(ctx context.Context, realm, after string, limit int) ([
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM proposals WHERE realm = ?`, realm).Scan(&total); err != nil {
 			return err
 		}
-		// Ordered by (created, id); a cursor names the last entry seen.
+		// Ordered by (created, id); a cursor is the place of the last
+		// entry seen, which may be gone since.
 		rows, err := tx.QueryContext(ctx, `SELECT realm, id, proposer, identity, created_ms FROM proposals
-			WHERE realm = ?1 AND (?2 = '' OR (created_ms, id) > (SELECT created_ms, id FROM proposals WHERE realm = ?1 AND id = ?2))
-			ORDER BY created_ms, id LIMIT ?3`, realm, after, limit)
+			WHERE realm = ?1 AND (?2 = '' OR (created_ms, id) > (?4, ?2))
+			ORDER BY created_ms, id LIMIT ?3`, realm, after.ID, limit, after.CreatedMS)
 		if err != nil {
 			return err
 		}
