@@ -874,13 +874,9 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 	if in.Limit < 1 || in.Limit > MaxIndexLimit {
 		return nil, IndexOutput{}, fmt.Errorf("limit: %d is outside 1..%d (0 or absent: %d)", in.Limit, MaxIndexLimit, DefaultIndexLimit)
 	}
-	offset := 0
-	if in.Cursor != "" {
-		n, err := strconv.Atoi(in.Cursor)
-		if err != nil || n < 0 {
-			return nil, IndexOutput{}, errors.New("cursor: not a cursor this server gave")
-		}
-		offset = n
+	after, err := parseIndexCursor(in.Cursor)
+	if err != nil {
+		return nil, IndexOutput{}, err
 	}
 	c, scopes, p, err := t.caller(ctx, req)
 	if err != nil {
@@ -898,6 +894,19 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 		return nil, IndexOutput{}, err
 	}
 	rows = t.opts.Coordinator.RowsInScopes(ctx, id, scopes, rows)
+	// Newest first, ties by id: a total order, so a cursor is a place in
+	// it that holds while the agent writes and forgets between pages (an
+	// offset counted from the newest row moved with every write: a row
+	// came twice, or one was skipped). A row written or changed since the
+	// first page comes before the cursor and is not listed again.
+	slices.SortStableFunc(rows, indexOrder)
+	offset := 0
+	if after != nil {
+		offset, _ = slices.BinarySearchFunc(rows, *after, indexOrder)
+		if offset < len(rows) && indexOrder(rows[offset], *after) == 0 {
+			offset++
+		}
+	}
 	out := IndexOutput{Rows: []IndexRow{}}
 	if offset < len(rows) {
 		page := rows[offset:min(len(rows), offset+in.Limit)]
@@ -910,12 +919,47 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 				Title: co.RenderText(id, r.Title, coordinator.TextTitle), Description: co.RenderText(id, r.Description, coordinator.TextDescription), UpdatedAt: r.UpdatedAt})
 		}
 		if offset+len(page) < len(rows) {
-			out.NextCursor = strconv.Itoa(offset + len(page))
+			out.NextCursor = indexCursor(page[len(page)-1])
 		}
 	}
 	// The last page says when the host read no further rows.
 	out.Truncated = truncated && out.NextCursor == ""
 	return nil, out, nil
+}
+
+// indexOrder orders memory_index's rows: newest first, then by id,
+// greatest first.
+func indexOrder(a, b sdk.ManifestRow) int {
+	if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(b.ID, a.ID)
+}
+
+// indexCursor answers the cursor just after row r: its updated time
+// (Unix seconds, '.', nanoseconds) and id.
+func indexCursor(r sdk.ManifestRow) string {
+	return fmt.Sprintf("%d.%09d.%s", r.UpdatedAt.Unix(), r.UpdatedAt.Nanosecond(), r.ID)
+}
+
+var errIndexCursor = errors.New("cursor: not a cursor this server gave (pass the next_cursor of the previous page unchanged)")
+
+// parseIndexCursor reads a cursor indexCursor wrote; "" is the first
+// page (nil).
+func parseIndexCursor(s string) (*sdk.ManifestRow, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.SplitN(s, ".", 3)
+	if len(parts) != 3 || len(parts[1]) != 9 || strings.Trim(parts[1], "0123456789") != "" || sdk.ValidateID(parts[2]) != nil {
+		return nil, errIndexCursor
+	}
+	sec, err := strconv.ParseInt(parts[0], 10, 64)
+	if err != nil || parts[0] != strconv.FormatInt(sec, 10) {
+		return nil, errIndexCursor
+	}
+	ns, _ := strconv.Atoi(parts[1])
+	return &sdk.ManifestRow{ID: parts[2], UpdatedAt: time.Unix(sec, int64(ns))}, nil
 }
 
 // keepIDs keeps the hits the envelope rendered (a record that did not fit
