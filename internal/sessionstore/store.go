@@ -118,6 +118,7 @@ type Store struct {
 	cache *lru.Cache[coordinator.SessionKey, *entry]
 	// counts holds each realm's rows in the file, counted on the realm's
 	// first new session and kept exact since: this process owns the file.
+	// A realm left with no rows is dropped, and counted again at its next.
 	counts map[string]int
 	// ranked holds, per realm, how many eviction steps go on ranking the
 	// whole realm before trying the largest identities again (evict).
@@ -564,7 +565,8 @@ func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, e
 	return e, nil
 }
 
-// forget drops deleted rows from the cache and the realm counts. A
+// forget drops deleted rows from the cache and the realm counts (a realm
+// left with none is dropped from them). A
 // pending session among them keeps its state, and is a new row again when
 // written back, counted then.
 func (s *Store) forget(keys []coordinator.SessionKey) {
@@ -575,8 +577,13 @@ func (s *Store) forget(keys []coordinator.SessionKey) {
 		s.cache.Remove(k)
 		delete(s.dirty, k)
 		delete(s.reads, k)
-		if n, ok := s.counts[k.Realm]; ok {
+		if n, ok := s.counts[k.Realm]; ok && n > 1 {
 			s.counts[k.Realm] = n - 1
+		} else {
+			// None left: a realm is counted from the table at its next
+			// new session, so realms that come and go (any realm name
+			// is served) are not each remembered for good.
+			delete(s.counts, k.Realm)
 		}
 	}
 }

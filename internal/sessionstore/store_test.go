@@ -335,3 +335,48 @@ func TestBoundCountsExpiredSessionsOut(t *testing.T) {
 		t.Fatalf("realm holds %d sessions, want 5", n)
 	}
 }
+
+// TestExpiredRealmsLeaveNoCount: a realm whose sessions have all expired
+// or been evicted leaves nothing in memory, so a host serving ever new
+// realms (any realm name is served) keeps a count only for realms that
+// hold sessions.
+func TestExpiredRealmsLeaveNoCount(t *testing.T) {
+	for _, realms := range []int{1, 2, 50} {
+		t.Run(fmt.Sprint(realms, " realms"), func(t *testing.T) {
+			clk := newClock()
+			s, _ := openStore(t, t.TempDir(), Options{PerRealm: 3, TTL: time.Hour, Now: clk.now})
+			for r := range realms {
+				// One past the bound: the count is made exact and
+				// then stepped down by the eviction and the expiry.
+				for i := range 4 {
+					clk.advance(time.Millisecond)
+					if err := s.Update(ctx, key(fmt.Sprint("realm-", r), fmt.Sprint("s", i)), inject(1, "x")); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			clk.advance(2 * time.Hour)
+			if _, err := s.Expire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			n := len(s.counts)
+			s.unlock()
+			if n != 0 {
+				t.Fatalf("after every session expired the store still counts %d realms", n)
+			}
+			// A realm's next session counts it afresh, and the bound holds.
+			for i := range 5 {
+				clk.advance(time.Millisecond)
+				if err := s.Update(ctx, key("realm-0", fmt.Sprint("new-", i)), inject(1, "x")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c := count(t, s, "realm-0"); c > 3 {
+				t.Fatalf("realm holds %d sessions past its bound of 3", c)
+			}
+		})
+	}
+}
