@@ -383,35 +383,51 @@ func stem(w string) string {
 			return w
 		}
 	}
+	if len(w) > maxCachedWord {
+		// No common word: caching it would let long words (a query of
+		// long letter runs) hold megabytes in a cache meant for a MiB.
+		return stemOf(w)
+	}
 	slot := &stems[maphash.String(stemSeed, w)&uint64(len(stems)-1)]
 	if e := slot.Load(); e != nil && e.word == w {
 		return e.stem
 	}
-	// A listed form is read as its base here, on a miss, so the cache
-	// answers it after and other words never look it up.
+	// A clone: w may be a slice of a large text the cache must not pin.
+	e := &stemmed{word: strings.Clone(w), stem: stemOf(w)}
+	slot.Store(e)
+	return e.stem
+}
+
+// stemOf is stem's answer for a lower-case ASCII word of three letters or
+// more, uncached. A listed form is read as its base here, on a cache miss,
+// so the cache answers it after and other words never look it up.
+func stemOf(w string) string {
 	base := w
 	if b, ok := baseForms[w]; ok {
 		base = b
 	}
 	env := snowballstem.NewEnv(base)
 	english.Stem(env)
-	// A clone: w may be a slice of a large text the cache must not pin.
-	e := &stemmed{word: strings.Clone(w), stem: env.Current()}
-	slot.Store(e)
-	return e.stem
+	return env.Current()
 }
 
 // stems caches stem's answers, which were a sixth of a write's CPU
 // (plugins/sqlite BenchmarkWrite): a word hashes to one slot, and a new
 // word takes the slot over. Words follow a Zipf law, so the common ones
-// are nearly always there; the cache is bounded by construction (about a
-// MiB) and a hit costs one hash and one compare, with no lock.
+// are nearly always there; the cache is bounded by construction (under
+// 2 MiB: words over maxCachedWord bytes are stemmed but never cached) and a
+// hit costs one hash and one compare, with no lock.
 var (
 	stems    [1 << 14]atomic.Pointer[stemmed]
 	stemSeed = maphash.MakeSeed()
 )
 
 type stemmed struct{ word, stem string }
+
+// maxCachedWord is the longest word the stem cache keeps, in bytes: longer
+// than any common English word, short enough that the cache's 16384 slots
+// hold at most 1 MiB of words and stems.
+const maxCachedWord = 32
 
 // Kinds of ASCII bytes. Lower and upper are letters, ordered after digit
 // so that ">= kindLower" means "a letter".

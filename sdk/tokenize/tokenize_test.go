@@ -1,6 +1,8 @@
 package tokenize
 
 import (
+	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"testing"
@@ -198,5 +200,36 @@ func TestBaseForms(t *testing.T) {
 		if got := Tokens(w); len(got) != 1 || got[0] != stem(w) || baseForms[w] != "" {
 			t.Errorf("Tokens(%q) = %q, want the stemmer's %q alone", w, got, stem(w))
 		}
+	}
+}
+
+// TestStemCacheKeepsNoLongWords: a word past maxCachedWord bytes is
+// stemmed as any other but never kept, so queries of long letter runs
+// cannot fill the cache's slots with megabytes (it held 300 MB in a
+// provider after a thousand recalls of one 64 KiB word each).
+func TestStemCacheKeepsNoLongWords(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("abcdefghijklmnopqrstuvwxy", n/25+1)[:n] + "ing" }
+	for _, tc := range []struct {
+		word   string
+		cached bool
+	}{
+		{"walking", true},
+		{long(maxCachedWord - 3), true},
+		{long(maxCachedWord - 2), false},
+		{long(4 << 10), false},
+		{long(64 << 10), false},
+	} {
+		t.Run(fmt.Sprint(len(tc.word), " bytes"), func(t *testing.T) {
+			want := stemOf(tc.word)
+			for range 2 { // a miss, then what a second call finds
+				if got := stem(tc.word); got != want {
+					t.Fatalf("stem of a %d-byte word = %d bytes %.20q…, want %.20q…", len(tc.word), len(got), got, want)
+				}
+			}
+			e := stems[maphash.String(stemSeed, tc.word)&uint64(len(stems)-1)].Load()
+			if held := e != nil && e.word == tc.word; held != tc.cached {
+				t.Fatalf("a %d-byte word is cached: %v, want %v", len(tc.word), held, tc.cached)
+			}
+		})
 	}
 }
