@@ -468,11 +468,18 @@ func clockOf(ctx context.Context, q interface {
 
 // Expire drops every session idle longer than the TTL and answers how many
 // it dropped. Any host may run it; concurrent runs only split the work.
+// It also forgets this host's views of the realms' counts (each realm is
+// counted again at its next new session), which are too high after it
+// anyway, so the views held are those of realms with new sessions since
+// the last expiry, not of every realm the host ever served.
 func (s *Sessions) Expire(ctx context.Context) (int, error) {
 	tag, err := s.db.pool.Exec(ctx, s.db.q(`DELETE FROM sessions WHERE touched_at <= now() - $1 * interval '1 millisecond'`), s.opts.TTL.Milliseconds())
 	if err != nil {
 		return 0, fmt.Errorf("expire sessions: %w", classify(err))
 	}
+	s.mu.Lock()
+	s.counts = map[string]*realmCount{}
+	s.mu.Unlock()
 	return int(tag.RowsAffected()), nil
 }
 

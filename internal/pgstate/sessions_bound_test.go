@@ -178,3 +178,40 @@ func TestSessionBoundAcrossHosts(t *testing.T) {
 	}
 	t.Logf("at most %d sessions, bound %d, counting every %d", most, bound, every)
 }
+
+// TestExpiryForgetsRealmCounts: the host's view of each realm's count is
+// dropped with an expiry pass, so a host serving ever new realms (any
+// realm name is served) does not keep one for every realm it ever saw,
+// and the bound still holds after.
+func TestExpiryForgetsRealmCounts(t *testing.T) {
+	ctx := context.Background()
+	for _, realms := range []int{1, 3} {
+		t.Run(fmt.Sprint(realms, " realms"), func(t *testing.T) {
+			db := open(t, 1)[0]
+			s := NewSessions(db, SessionOptions{PerRealm: 3})
+			for r := range realms {
+				for i := range 4 {
+					visitInject(t, s, coordinator.SessionKey{Realm: fmt.Sprint("realm-", r), Identity: "a", Session: fmt.Sprint(i)}, 1)
+				}
+			}
+			if _, err := db.pool.Exec(ctx, db.q(`UPDATE sessions SET touched_at = touched_at - interval '1 day'`)); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := s.Expire(ctx); err != nil || n != 3*realms {
+				t.Fatalf("Expire = %d %v, want %d", n, err, 3*realms)
+			}
+			s.mu.Lock()
+			n := len(s.counts)
+			s.mu.Unlock()
+			if n != 0 {
+				t.Fatalf("after every session expired the host still holds the counts of %d realms", n)
+			}
+			for i := range 5 {
+				visitInject(t, s, coordinator.SessionKey{Realm: "realm-0", Identity: "a", Session: fmt.Sprint("new-", i)}, 1)
+			}
+			if n, err := s.Len(ctx, "realm-0"); err != nil || n > 3 {
+				t.Fatalf("the realm holds %d sessions (%v) past its bound of 3", n, err)
+			}
+		})
+	}
+}
