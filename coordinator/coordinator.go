@@ -515,7 +515,7 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecallTimeout)
 	defer cancel()
 	start := time.Now()
-	defer func() { c.metrics.Recalled(surface, id.Realm, time.Since(start), sdk.CodeOf(err)) }()
+	defer func() { c.metrics.Recalled(surface, id.Realm, time.Since(start), MetricCode(err)) }()
 	if scopes == nil {
 		if scopes, err = c.compose(ctx, id); err != nil {
 			return nil, nil, err

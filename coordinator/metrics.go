@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -66,7 +68,7 @@ type Metrics interface {
 	// Skipped counts one empty answer and its reason.
 	Skipped(surface Surface, realm string, reason SkipReason)
 	// Recalled observes one recall path: its latency and outcome
-	// (sdk.CodeOK on success).
+	// (sdk.CodeOK on success, MetricCode of its error otherwise).
 	Recalled(surface Surface, realm string, took time.Duration, code sdk.Code)
 	// Defanged counts markers neutralised in inbound content.
 	Defanged(realm string, hits int)
@@ -75,6 +77,22 @@ type Metrics interface {
 	// refused or failed to write.
 	TelemetryDropped(kind string, n int)
 	TelemetryFailed(kind string, n int)
+}
+
+// CodeCanceled is the outcome MetricCode gives a call its caller gave up
+// on (the client went away): no failure of the plugin, whose unavailable
+// it would otherwise read as.
+const CodeCanceled sdk.Code = "canceled"
+
+// MetricCode is the outcome label of a call that answered err: its
+// sdk.CodeOf, except CodeCanceled for a call its caller gave up on, which
+// sdk.CodeOf calls unavailable (as an answer to a caller that is gone, it
+// is never read).
+func MetricCode(err error) sdk.Code {
+	if errors.Is(err, context.Canceled) && !errors.Is(err, sdk.ErrUnavailable) {
+		return CodeCanceled
+	}
+	return sdk.CodeOf(err)
 }
 
 // NopMetrics discards everything.

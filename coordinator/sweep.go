@@ -51,7 +51,7 @@ func (c *Coordinator) sweep(reqLog hclog.Logger, key SessionKey, epoch uint64, i
 	ctx = hclog.WithContext(ctx, reqLog)
 	start := time.Now()
 	ids, err := c.fullSweep(ctx, key, id, p, scopes, query)
-	c.metrics.Recalled(SurfaceSweep, id.Realm, time.Since(start), sdk.CodeOf(err))
+	c.metrics.Recalled(SurfaceSweep, id.Realm, time.Since(start), MetricCode(err))
 	if err != nil {
 		c.log(ctx).Warn("background sweep failed", "realm", id.Realm, "identity", id.ID, "error", err)
 	}

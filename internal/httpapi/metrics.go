@@ -146,7 +146,7 @@ func (m *Metrics) TelemetryFailed(kind string, n int) {
 func (m *Metrics) PluginCall(instance, method string, took time.Duration, err error) {
 	code := "ok"
 	if err != nil {
-		code = string(sdk.CodeOf(err))
+		code = string(coordinator.MetricCode(err))
 	}
 	m.pluginCalls.WithLabelValues(instance, method, code).Observe(took.Seconds())
 }

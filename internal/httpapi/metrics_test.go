@@ -1,6 +1,10 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strings"
@@ -105,4 +109,45 @@ func TestEverySeriesIsDocumented(t *testing.T) {
 	if n < 15 {
 		t.Fatalf("gathered %d memhost_ series; the test no longer touches them all", n)
 	}
+}
+
+// TestCallsTheCallerGaveUpOnAreCanceled: a plugin call or recall cut
+// short because its client went away is labelled canceled, not
+// unavailable, so the plugin's unavailable counts only its own failures
+// (a soak whose clients hung up mid-turn showed 1909 "unavailable"
+// recalls of a healthy markdown provider).
+func TestCallsTheCallerGaveUpOnAreCanceled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"ok", nil, "ok"},
+		{"caller went away", fmt.Errorf("plugin notes (markdown): recall: %w", context.Canceled), "canceled"},
+		{"plugin down", fmt.Errorf("plugin notes (markdown): recall: %w", sdk.ErrUnavailable), "unavailable"},
+		{"connection closed under the call", fmt.Errorf("recall: %w", errors.Join(sdk.ErrUnavailable, context.Canceled)), "unavailable"},
+		{"deadline", fmt.Errorf("recall: %w", context.DeadlineExceeded), "deadline_exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMetrics(nil, nil)
+			m.PluginCall("notes", "recall", time.Millisecond, tc.err)
+			m.Recalled(coordinator.SurfaceTurn, "default", time.Millisecond, coordinator.MetricCode(tc.err))
+			for _, series := range []string{
+				fmt.Sprintf(`memhost_plugin_call_duration_seconds_count{code=%q,instance="notes",method="recall"} 1`, tc.want),
+				fmt.Sprintf(`memhost_recall_duration_seconds_count{code=%q,provider="default",surface="turn"} 1`, tc.want),
+			} {
+				if !strings.Contains(scrape(t, m), series) {
+					t.Errorf("no %s in:\n%s", series, scrape(t, m))
+				}
+			}
+		})
+	}
+}
+
+// scrape answers m's series in the text format.
+func scrape(t *testing.T, m *Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
 }
