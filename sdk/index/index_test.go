@@ -548,6 +548,19 @@ func TestTextHelpers(t *testing.T) {
 	if len(got) != MaxQueryTerms || got[0] != "w0" || got[1] != "w1" {
 		t.Fatalf("QueryTerms answers %d terms starting %q", len(got), got[:2])
 	}
+	// A query's terms come from its first MaxQueryBytes: a word after
+	// them is not read, one inside them is, and the cut never splits a
+	// rune into a term.
+	filler := strings.Repeat("memo ", MaxQueryBytes/5)
+	if got := QueryTerms(filler + "zebra"); !slices.Equal(got, []string{"memo"}) {
+		t.Fatalf("QueryTerms of a long query = %q, want the terms of its first %d bytes", got, MaxQueryBytes)
+	}
+	if got := QueryTerms(filler[:MaxQueryBytes-6] + "zebra"); !slices.Equal(got, []string{"memo", "zebra"}) {
+		t.Fatalf("QueryTerms = %q, want the word inside the first %d bytes", got, MaxQueryBytes)
+	}
+	if got := QueryTerms(filler[:MaxQueryBytes-1] + "é"); !slices.Equal(got, []string{"memo"}) {
+		t.Fatalf("QueryTerms = %q, want no piece of a rune cut at the limit", got)
+	}
 }
 
 // TestConcurrentSearchAndWrite runs searches beside writes and deletes,

@@ -18,6 +18,11 @@ const (
 	// MaxQueryTerms bounds the work one query can ask for: its first
 	// distinct terms are used, the rest ignored.
 	MaxQueryTerms = 64
+	// MaxQueryBytes bounds the text a query's terms are read from, its
+	// first bytes (cut at a rune boundary): a query pasted as a whole
+	// document of few distinct words would otherwise be cut in full,
+	// by the host and again by its provider, on every recall.
+	MaxQueryBytes = 64 << 10
 )
 
 // ContextWeight is the thread context weight providers index with
@@ -121,11 +126,14 @@ func FieldTerms(text string) []string {
 }
 
 // QueryTerms answers the distinct terms of a query in first-seen order, at
-// most MaxQueryTerms of them.
+// most MaxQueryTerms of them, read from its first MaxQueryBytes.
 func QueryTerms(text string) []string {
+	text = truncateText(text, MaxQueryBytes)
 	var out []string
 	seen := map[string]bool{}
-	for _, t := range tokenize.Tokens(text) {
+	// Cut only as far as the first MaxQueryTerms terms: a query may be a
+	// whole pasted document.
+	for t := range tokenize.All(text) {
 		t = truncateTerm(t)
 		if !seen[t] {
 			seen[t] = true
@@ -138,13 +146,16 @@ func QueryTerms(text string) []string {
 	return out
 }
 
-func truncateTerm(t string) string {
-	if len(t) <= MaxTermBytes {
-		return t
+func truncateTerm(t string) string { return truncateText(t, MaxTermBytes) }
+
+// truncateText answers the first n bytes of s or fewer, cut at a rune
+// boundary.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	cut := MaxTermBytes
-	for cut > 0 && !utf8.RuneStart(t[cut]) {
-		cut--
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return t[:cut]
+	return s[:n]
 }

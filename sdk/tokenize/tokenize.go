@@ -26,6 +26,7 @@ package tokenize
 
 import (
 	"hash/maphash"
+	"iter"
 	"strings"
 	"sync/atomic"
 	"unicode"
@@ -57,6 +58,13 @@ func Tokens(s string) []string {
 	var out []string
 	each(s, func(t string) bool { out = append(out, t); return true })
 	return out
+}
+
+// All yields every term of s in order, repeats included, cutting no
+// further than its consumer reads: a caller that needs the first few
+// terms of a long text pays for those.
+func All(s string) iter.Seq[string] {
+	return func(yield func(string) bool) { each(s, yield) }
 }
 
 // Terms returns the distinct terms of s in first-seen order.

@@ -233,3 +233,24 @@ func TestStemCacheKeepsNoLongWords(t *testing.T) {
 		})
 	}
 }
+
+// TestAllStopsWhereItsReaderStops: All yields Tokens' terms, in order,
+// and a reader may stop after any of them, inside a word run or a bigram
+// run alike (yielding after the reader stopped would panic).
+func TestAllStopsWhereItsReaderStops(t *testing.T) {
+	for _, s := range []string{"alpha beta gamma delta", "我喜欢咖啡很多", "ไทยไทย word 猫", "hiking 山登り ｉＰｈｏｎｅ"} {
+		want := Tokens(s)
+		for n := 0; n <= len(want); n++ {
+			var got []string
+			for term := range All(s) {
+				if len(got) == n {
+					break
+				}
+				got = append(got, term)
+			}
+			if !slices.Equal(got, want[:n]) {
+				t.Errorf("the first %d terms of All(%q) = %q, want %q", n, s, got, want[:n])
+			}
+		}
+	}
+}
