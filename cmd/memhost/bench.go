@@ -155,8 +155,8 @@ directory per provider) and measure, per provider:
     one uses the standard log2(i+1); the report gives NDCG@10 both ways.
 
 Results are printed as Markdown. Runs are reproducible with --seed. A
-write answered 503 or 504 (a loaded machine) is tried again, up to three
-times, as any client may; a provider's run that still fails is reported
+write or a retrieval question's recall answered 503 or 504 (a loaded
+machine) is tried again, up to three times, as any client may; a provider's run that still fails is reported
 at the end, after what the other runs measured, and the command exits
 non-zero.`,
 		Example: `  memhost bench --quick
@@ -509,7 +509,9 @@ func (b *benchHost) Recall(ctx context.Context, realm, identity, query string, l
 		} `json:"hits"`
 	}
 	body := recallBody{Identity: benchIdentity{realm, identity}, Query: query, Limit: limit, Now: nowField(now)}
-	err := b.post(ctx, "/v1/recall", body, &out)
+	// A recall changes nothing its answer depends on, so it is tried again
+	// as a write is: one 504 on a loaded machine failed a whole run.
+	err := retried(ctx, func() error { return b.post(ctx, "/v1/recall", body, &out) })
 	ids := make([]string, len(out.Hits))
 	for i, h := range out.Hits {
 		ids[i] = h.Record.ID

@@ -145,10 +145,11 @@ func (h retentionHost) Compact(ctx context.Context, realm, identity, conversatio
 	return out.Artifact.Content, err
 }
 
-// writeAttempts bounds the tries of a bench write that is safe to retry:
-// a duplicate record answers the existing id, and a compaction's archive
-// write is idempotent. On a loaded machine a provider write can outlast
-// the host's request timeout, and one 504 failed a whole run.
+// writeAttempts bounds the tries of a bench request that is safe to retry:
+// a recall, a write (a duplicate record answers the existing id), and a
+// compaction's archive write (idempotent). On a loaded machine a provider
+// call can outlast the host's request timeout, and one 504 failed a whole
+// run.
 const writeAttempts = 3
 
 // writeRetryWait is the wait before a write's second try, doubled before

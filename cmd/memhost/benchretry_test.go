@@ -12,45 +12,59 @@ import (
 	"github.com/memhost/memhost/internal/bench"
 )
 
-// TestBenchWritesRetry: a bench write answered 503 or 504 (a provider
-// write outlasting the host's timeout on a loaded machine) is tried again,
-// up to writeAttempts times, since a duplicate record answers the
-// existing id; any other failure is not retried.
+// TestBenchWritesRetry: a bench write or recall answered 503 or 504 (a
+// provider call outlasting the host's timeout on a loaded machine) is
+// tried again, up to writeAttempts times, since a duplicate record answers
+// the existing id and a recall changes nothing; any other failure is not
+// retried.
 func TestBenchWritesRetry(t *testing.T) {
 	defer func(w time.Duration) { writeRetryWait = w }(writeRetryWait)
 	writeRetryWait = time.Millisecond
-	for _, tc := range []struct {
-		name     string
-		statuses []int // answered in turn, then 200
-		tries    int
-		ok       bool
+	ops := []struct {
+		name   string
+		answer string
+		call   func(b *benchHost) ([]string, error)
 	}{
-		{"at once", nil, 1, true},
-		{"after two timeouts", []int{504, 503}, 3, true},
-		{"timeouts throughout", []int{504, 504, 504, 504}, writeAttempts, false},
-		{"bad request", []int{400}, 1, false},
-		{"server error", []int{500}, 1, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var tries atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				n := int(tries.Add(1))
-				if n <= len(tc.statuses) {
-					http.Error(w, `{"error":{"code":"deadline_exceeded"}}`, tc.statuses[n-1])
-					return
+		{"write", `{"ids":["r1"]}`, func(b *benchHost) ([]string, error) {
+			return b.Remember(context.Background(), "default", []bench.Record{{Scope: "realm", Body: "x"}})
+		}},
+		{"recall", `{"hits":[{"record":{"id":"r1"}}]}`, func(b *benchHost) ([]string, error) {
+			return b.Recall(context.Background(), "default", "ann", "x", 10, time.Time{})
+		}},
+	}
+	for _, op := range ops {
+		for _, tc := range []struct {
+			name     string
+			statuses []int // answered in turn, then 200
+			tries    int
+			ok       bool
+		}{
+			{"at once", nil, 1, true},
+			{"after two timeouts", []int{504, 503}, 3, true},
+			{"timeouts throughout", []int{504, 504, 504, 504}, writeAttempts, false},
+			{"bad request", []int{400}, 1, false},
+			{"server error", []int{500}, 1, false},
+		} {
+			t.Run(op.name+"/"+tc.name, func(t *testing.T) {
+				var tries atomic.Int32
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					n := int(tries.Add(1))
+					if n <= len(tc.statuses) {
+						http.Error(w, `{"error":{"code":"deadline_exceeded"}}`, tc.statuses[n-1])
+						return
+					}
+					fmt.Fprint(w, op.answer)
+				}))
+				defer srv.Close()
+				ids, err := op.call(&benchHost{base: srv.URL, client: srv.Client()})
+				if int(tries.Load()) != tc.tries || (err == nil) != tc.ok {
+					t.Fatalf("%d tries, error %v; want %d tries, success %v", tries.Load(), err, tc.tries, tc.ok)
 				}
-				fmt.Fprint(w, `{"ids":["r1"]}`)
-			}))
-			defer srv.Close()
-			b := &benchHost{base: srv.URL, client: srv.Client()}
-			ids, err := b.Remember(context.Background(), "default", []bench.Record{{Scope: "realm", Body: "x"}})
-			if int(tries.Load()) != tc.tries || (err == nil) != tc.ok {
-				t.Fatalf("%d tries, error %v; want %d tries, success %v", tries.Load(), err, tc.tries, tc.ok)
-			}
-			if tc.ok && (len(ids) != 1 || ids[0] != "r1") {
-				t.Fatalf("ids %q, want [r1]", ids)
-			}
-		})
+				if tc.ok && (len(ids) != 1 || ids[0] != "r1") {
+					t.Fatalf("ids %q, want [r1]", ids)
+				}
+			})
+		}
 	}
 }
 
