@@ -233,10 +233,8 @@ func (f favour) lifted(h sdk.Hit) bool {
 // of terms.
 func says(r sdk.Record, terms map[string]bool) bool {
 	for _, text := range [...]string{index.TagText(r.Tags), r.Title, r.Description, r.Body} {
-		for _, t := range index.FieldTerms(text) {
-			if terms[t] {
-				return true
-			}
+		if index.FieldHolds(text, terms) {
+			return true
 		}
 	}
 	return false

@@ -548,6 +548,23 @@ func TestTextHelpers(t *testing.T) {
 	if len(got) != MaxQueryTerms || got[0] != "w0" || got[1] != "w1" {
 		t.Fatalf("QueryTerms answers %d terms starting %q", len(got), got[:2])
 	}
+	// FieldHolds finds a field term, truncated as FieldTerms truncates it.
+	for _, tc := range []struct {
+		text  string
+		terms map[string]bool
+		want  bool
+	}{
+		{"Hiking in the Alps", map[string]bool{"hike": true}, true},
+		{"Hiking in the Alps", map[string]bool{"alp": true, "x": true}, true},
+		{"Hiking in the Alps", map[string]bool{"the": true, "swim": true}, false},
+		{"", map[string]bool{"hike": true}, false},
+		{"a " + long, map[string]bool{strings.Repeat("é", 32): true}, true},
+		{"我喜欢咖啡", map[string]bool{"咖啡": true}, true},
+	} {
+		if got := FieldHolds(tc.text, tc.terms); got != tc.want {
+			t.Errorf("FieldHolds(%q, %v) = %v, want %v", tc.text, tc.terms, got, tc.want)
+		}
+	}
 	// A query's terms come from its first MaxQueryBytes: a word after
 	// them is not read, one inside them is, and the cut never splits a
 	// rune into a term.

@@ -125,6 +125,17 @@ func FieldTerms(text string) []string {
 	return toks
 }
 
+// FieldHolds reports whether one of text's terms (FieldTerms) is in
+// terms, cutting text only as far as the first found.
+func FieldHolds(text string, terms map[string]bool) bool {
+	for t := range tokenize.All(text) {
+		if terms[truncateTerm(t)] {
+			return true
+		}
+	}
+	return false
+}
+
 // QueryTerms answers the distinct terms of a query in first-seen order, at
 // most MaxQueryTerms of them, read from its first MaxQueryBytes.
 func QueryTerms(text string) []string {
