@@ -882,7 +882,7 @@ func (c *Coordinator) Recall(ctx context.Context, id sdk.Identity, query string,
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecallTimeout)
 	defer cancel()
 	start := time.Now()
-	defer func() { c.metrics.Recalled(SurfaceGuide, id.Realm, time.Since(start), sdk.CodeOf(err)) }()
+	defer func() { c.metrics.Recalled(SurfaceGuide, id.Realm, time.Since(start), MetricCode(err)) }()
 	scopes, err := c.compose(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: recall in realm %q: %w", id.Realm, err)
