@@ -96,9 +96,18 @@ func Parse(query string, now time.Time) Intent {
 	return in
 }
 
-// since reports whether the window expression starting at w[i] follows
-// "since" ("since last week", "since the 3rd of May").
+// since reports whether the window expression found at w[i] follows
+// "since" ("since last week", "since the 3rd of May"), over the words
+// before w[i] that the expression reads: "since the day before
+// yesterday", "since early May".
 func (p *parser) since(i int) bool {
+	if p.at(i) == "yesterday" && p.at(i-1) == "before" && p.at(i-2) == "day" {
+		i -= 2
+	}
+	switch p.at(i - 1) {
+	case "early", "late", "mid":
+		i--
+	}
 	if p.at(i-1) == "the" {
 		i--
 	}
