@@ -3,6 +3,7 @@ package index
 import (
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk/tokenize"
@@ -139,7 +140,7 @@ func FieldHolds(text string, terms map[string]bool) bool {
 // QueryTerms answers the distinct terms of a query in first-seen order, at
 // most MaxQueryTerms of them, read from its first MaxQueryBytes.
 func QueryTerms(text string) []string {
-	text = truncateText(text, MaxQueryBytes)
+	text = queryText(text)
 	var out []string
 	seen := map[string]bool{}
 	// Cut only as far as the first MaxQueryTerms terms: a query may be a
@@ -155,6 +156,33 @@ func QueryTerms(text string) []string {
 		}
 	}
 	return out
+}
+
+// queryText answers the first MaxQueryBytes of a query, less a word the
+// cut falls inside: its first letters would be a term the query never
+// held. A word too long for a term to hold whole keeps its prefix, which
+// is its term anyway.
+func queryText(text string) string {
+	cut := truncateText(text, MaxQueryBytes)
+	if r, _ := utf8.DecodeRuneInString(text[len(cut):]); len(cut) == len(text) || !inWord(r) {
+		return cut
+	}
+	for i := len(cut); i > 0 && len(cut)-i <= MaxTermBytes; {
+		r, size := utf8.DecodeLastRuneInString(cut[:i])
+		if !inWord(r) {
+			return cut[:i]
+		}
+		i -= size
+	}
+	return cut
+}
+
+// inWord reports whether r may stand inside a term: a letter, digit or
+// combining mark (tokenize's word runes and CJK runs), or a format
+// character or variation selector, which a word goes on across.
+func inWord(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsMark(r) ||
+		unicode.Is(unicode.Cf, r) && r != '\u200b' || unicode.Is(unicode.Variation_Selector, r)
 }
 
 func truncateTerm(t string) string { return truncateText(t, MaxTermBytes) }
