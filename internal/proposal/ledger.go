@@ -132,7 +132,10 @@ func ParseCursor(s string) (Cursor, error) {
 		return Cursor{}, nil
 	}
 	ms, id, ok := strings.Cut(s, ".")
-	if !ok || ms == "" || len(ms) > 18 || strings.Trim(ms, "0123456789") != "" || sdk.ValidateID(id) != nil {
+	// Negative before 1970: an imported proposal keeps its record's
+	// created time.
+	digits := strings.TrimPrefix(ms, "-")
+	if !ok || digits == "" || len(digits) > 18 || strings.Trim(digits, "0123456789") != "" || sdk.ValidateID(id) != nil {
 		return Cursor{}, ErrCursor
 	}
 	n, err := strconv.ParseInt(ms, 10, 64)

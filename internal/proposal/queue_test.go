@@ -580,7 +580,17 @@ func TestParseCursor(t *testing.T) {
 			t.Errorf("ParseCursor(%q) = %+v, %v; want %+v", c.String(), got, err, c)
 		}
 	}
-	for _, bad := range []string{"r1a252846bb694e65b3ffc471b14", "12.", ".r1", "-5.r1", "+5.r1", "5", "99999999999999999999.r1", "12.a/b", "12.~x", "1 2.r1"} {
+	// An imported proposal keeps its record's created time, which may be
+	// any a record holds (years 1-9999): before 1970 its place is
+	// negative.
+	for _, at := range []time.Time{time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1969, 12, 31, 23, 59, 59, 999e6, time.UTC),
+		time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)} {
+		c := After(Entry{ID: "r1a252846bb694e65b3ffc471b14", CreatedAt: at})
+		if got, err := ParseCursor(c.String()); err != nil || got != c {
+			t.Errorf("ParseCursor(%q) of a proposal created %v = %+v, %v; want %+v", c.String(), at, got, err, c)
+		}
+	}
+	for _, bad := range []string{"r1a252846bb694e65b3ffc471b14", "12.", ".r1", "-.r1", "--5.r1", "+5.r1", "5", "99999999999999999999.r1", "12.a/b", "12.~x", "1 2.r1"} {
 		if c, err := ParseCursor(bad); err == nil {
 			t.Errorf("ParseCursor(%q) = %+v, want a refusal", bad, c)
 		}
