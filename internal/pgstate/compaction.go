@@ -176,8 +176,11 @@ func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (context.Cont
 			// answer: one sent on a connection that died without a word
 			// (a failover, a dropped NAT entry) would otherwise wait on
 			// it until ctx ends, renewing nothing, and hold up release.
+			// Renewals go on a connection of their own, not the pool's,
+			// whose places dead connections keep while pgx closes them
+			// (renewer), so the next is sent on a fresh one.
 			attempt, cancel := context.WithTimeout(renewCtx, every)
-			tag, err := c.db.pool.Exec(attempt, c.db.q(`UPDATE compaction_holds SET until_ms = `+dbNowMillis+` + $5
+			tag, err := c.db.renewals.exec(attempt, c.db.q(`UPDATE compaction_holds SET until_ms = `+dbNowMillis+` + $5
 				WHERE realm = $1 AND identity = $2 AND conversation = $3 AND holder = $4`),
 				key.Realm, key.Identity, key.Conversation, holder, ttl.Milliseconds())
 			cancel()

@@ -68,6 +68,8 @@ type DB struct {
 	// one realm's flood of listings could otherwise hold every connection
 	// and every realm's turns would wait for one.
 	listings *fairgate.Gate
+	// renewals is the connection compaction holds are renewed on.
+	renewals *renewer
 }
 
 // listing waits, within ctx, until realm may run a listing, and answers
@@ -121,7 +123,7 @@ func openPool(ctx context.Context, pc *pgxpool.Config, schema string) (*DB, erro
 	if err != nil {
 		return nil, fmt.Errorf("shared state: connect: %w", classify(err))
 	}
-	db := &DB{pool: pool{p}, schema: schema, prefix: pgx.Identifier{schema}.Sanitize() + ".", listings: fairgate.New(max(1, int64(pc.MaxConns)/2))}
+	db := &DB{pool: pool{p}, schema: schema, prefix: pgx.Identifier{schema}.Sanitize() + ".", listings: fairgate.New(max(1, int64(pc.MaxConns)/2)), renewals: newRenewer(pc.ConnConfig)}
 	if err := db.migrate(ctx); err != nil {
 		p.Close()
 		return nil, err
@@ -213,6 +215,9 @@ var tableRE = regexp.MustCompile(`\b(console_sessions|realm_settings|sessions|co
 // Close closes the pool.
 func (db *DB) Close() {
 	db.closed.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	db.renewals.close(ctx)
 	db.pool.Close()
 }
 

@@ -102,8 +102,14 @@ func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
 		}},
 		{"proposal list", func() error { _, _, err := props.List(ctx, "r", proposal.Cursor{}, 10); return err }},
 		{"session count", func() error { _, err := sessions.Len(ctx, "r"); return err }},
+		// Compaction holds are renewed on a connection of their own,
+		// idle between compactions.
+		{"hold renewal", func() error { _, err := db.renewals.exec(ctx, "SELECT 1"); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if _, err := db.renewals.exec(ctx, "SELECT 1"); err != nil {
+				t.Fatal(err)
+			}
 			var held []*pgxpool.Conn
 			for range db.pool.Config().MaxConns {
 				conn, err := db.pool.Acquire(ctx)
