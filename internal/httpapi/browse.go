@@ -104,6 +104,11 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 	if err != nil {
 		return err
 	}
+	// A search is one ranked answer with no next page: an after it would
+	// ignore would answer a client paging it the same first page forever.
+	if q.Get("q") != "" && q.Get("after") != "" {
+		return &sdk.FieldError{Field: "after", Problem: "a search (q) answers its best matches in one page; leave after out, or raise limit", Err: sdk.ErrInvalid}
+	}
 	type item struct {
 		Record sdk.Record `json:"record"`
 		Score  float64    `json:"score,omitempty"`

@@ -30,6 +30,7 @@ func TestRefusalsNameWhatWasSent(t *testing.T) {
 		{"a guide session left out", "POST", "/v1/guide/session-start", `{"identity":{"id":"alice"},"task":"plan"}`, 400, "session", "empty", "guide:"},
 		{"a scope that is not one", "GET", "/v1/records?scope=bogus", "", 400, "scope", "bogus", "scope: scope:"},
 		{"a search in invalid UTF-8", "GET", "/v1/records?q=%FF", "", 400, "q", "UTF-8", "query:"},
+		{"a search paged with after", "GET", "/v1/records?q=espresso&after=r1", "", 400, "after", "one page", ""},
 		{"a conversation's identity", "DELETE", "/v1/conversations/c1?identity=bad%20id", "", 400, "identity", "", "identity.id"},
 		{"a conversation id too long", "DELETE", "/v1/conversations/" + strings.Repeat("c", 257) + "?identity=alice", "", 400, "id", "257 bytes", ""},
 		{"evicted left out", "POST", "/v1/conversations/c9/compact", `{"identity":{"id":"alice"},"session":"s1"}`, 400, "evicted", "is required", ""},

@@ -13,8 +13,9 @@ export interface paths {
         };
         /**
          * List or search a realm's records (application callers only)
-         * @description With `q`, the realm's own recall over `scope` (active records, best first, with scores);
-         *     without, every status in id order, a page at a time (`next` is the cursor for `after`,
+         * @description With `q`, the realm's own recall over `scope` (active records, best first, with scores)
+         *     in one answer: the best `limit` matches (at most 100), `next` empty, and `after` refused
+         *     (400 naming `after`); without, every status in id order, a page at a time (`next` is the cursor for `after`,
          *     empty after the last page). The filters apply to both.
          */
         get: operations["listRecords"];
@@ -955,7 +956,7 @@ export interface operations {
                 trust?: "untrusted" | "agent_observed" | "agent_verified" | "application" | "operator";
                 /** @description updated at or after (RFC 3339) */
                 since?: string;
-                /** @description the next of an earlier answer, passed unchanged: a record id, or for a bound token a sealed cursor (starting with ~) */
+                /** @description the next of an earlier answer without q, passed unchanged: a record id, or for a bound token a sealed cursor (starting with ~); refused with q */
                 after?: string;
                 limit?: number;
             };
