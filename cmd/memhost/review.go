@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os/signal"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -57,75 +60,153 @@ type proposalPage struct {
 
 func proposalsListCommand() *cobra.Command {
 	var f clientFlags
-	var realm string
-	var limit int
-	var asJSON, diff bool
+	var o proposalListing
 	cmd := &cobra.Command{
-		Use:     "list",
-		Short:   "List a realm's pending proposals, oldest first",
-		Example: "  memhost proposals list --realm acme --diff",
+		Use:   "list",
+		Short: "List a realm's pending proposals, oldest first",
+		Long: `List a realm's pending proposals, oldest first, a page of --limit at a time.
+When more are pending, the next page's cursor is printed on standard error
+for --after; --all follows the pages to the end.`,
+		Example: "  memhost proposals list --realm acme --diff\n  memhost proposals list --realm acme --all",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
-				q := url.Values{"limit": {fmt.Sprint(limit)}}
-				if realm != "" {
-					q.Set("realm", realm)
-				}
-				var page proposalPage
-				if asJSON {
-					var raw map[string]any
-					if err := c.call(ctx, "GET", "/v1/proposals?"+q.Encode(), nil, &raw); err != nil {
-						return err
-					}
-					return printJSON(cmd.OutOrStdout(), raw)
-				}
-				if err := c.call(ctx, "GET", "/v1/proposals?"+q.Encode(), nil, &page); err != nil {
-					return err
-				}
-				w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tPROPOSED BY\tAT\tSCOPE\tKIND\tTITLE\tEXPIRES\tSUPERSEDES")
-				for _, p := range page.Proposals {
-					by := orDash(p.Proposer)
-					if p.Imported {
-						by = "(imported)"
-					}
-					expires := "-"
-					if !p.Record.ExpiresAt.IsZero() {
-						expires = p.Record.ExpiresAt.UTC().Format(time.RFC3339)
-					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, by, p.CreatedAt.Format(time.RFC3339),
-						p.Record.Scope, p.Record.Kind, printable(p.Record.Title), expires, orDash(p.Target))
-					if !diff {
-						continue
-					}
-					for _, d := range p.Diff {
-						fmt.Fprintf(w, "\t%s %s: %s\n", d.Op, d.Field, printable(d.Text))
-					}
-					if p.Target == "" {
-						// A new record has no diff; what approval sets besides
-						// its text is shown all the same.
-						if !p.Record.OccurredAt.IsZero() {
-							fmt.Fprintf(w, "\t+ occurred_at: %s\n", p.Record.OccurredAt.UTC().Format(time.RFC3339Nano))
-						}
-						if t := p.Record.Thread; t != nil {
-							fmt.Fprintf(w, "\t+ thread: %s #%d\n", printable(t.ID), t.Seq)
-						}
-					}
-				}
-				if err := w.Flush(); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d pending in all\n", page.Pending)
-				return nil
-			})
+			if !o.all {
+				return f.run(cmd, func(ctx context.Context, c *apiClient) error { return o.list(ctx, cmd, c) })
+			}
+			// Page after page: no deadline on the whole, only on each
+			// request (as an export's), and an interrupt ends it.
+			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
+			defer stop()
+			c, err := f.client(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			return o.list(ctx, cmd, c)
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
-	cmd.Flags().IntVar(&limit, "limit", 50, "proposals to list (1-500)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
-	cmd.Flags().BoolVar(&diff, "diff", false, "print each proposal's diff against the record it would supersede (every field approval changes)")
+	cmd.Flags().StringVar(&o.realm, "realm", "", "realm (default: the server's default realm)")
+	cmd.Flags().IntVar(&o.limit, "limit", 50, "proposals to list (1-500); with --all, per page")
+	cmd.Flags().StringVar(&o.after, "after", "", "start after this cursor (the next an earlier listing printed)")
+	cmd.Flags().BoolVar(&o.all, "all", false, "list every pending proposal, following the pages to the end")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the answer as JSON (with --all, every page's proposals in one answer)")
+	cmd.Flags().BoolVar(&o.diff, "diff", false, "print each proposal's diff against the record it would supersede (every field approval changes)")
 	return cmd
+}
+
+// proposalListing is what `memhost proposals list` was asked for.
+type proposalListing struct {
+	realm, after      string
+	limit             int
+	all, asJSON, diff bool
+}
+
+// list prints the page of proposals after o.after, or with o.all every
+// page from there to the end.
+func (o proposalListing) list(ctx context.Context, cmd *cobra.Command, c *apiClient) error {
+	after := o.after
+	// A cursor sent before would repeat its pages for ever.
+	sent := map[string]bool{after: true}
+	var last proposalPage
+	var rows []json.RawMessage
+	var realm any
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+	if !o.asJSON {
+		fmt.Fprintln(w, "ID\tPROPOSED BY\tAT\tSCOPE\tKIND\tTITLE\tEXPIRES\tSUPERSEDES")
+	}
+	for {
+		q := url.Values{"limit": {fmt.Sprint(o.limit)}}
+		if o.realm != "" {
+			q.Set("realm", o.realm)
+		}
+		if after != "" {
+			q.Set("after", after)
+		}
+		var raw json.RawMessage
+		if err := c.callWithin(ctx, requestDeadline, "GET", "/v1/proposals?"+q.Encode(), nil, &raw); err != nil {
+			return err
+		}
+		if o.asJSON && !o.all {
+			var page map[string]any
+			if err := json.Unmarshal(raw, &page); err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), page)
+		}
+		var page proposalPage
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return err
+		}
+		last = page
+		if o.asJSON {
+			var whole struct {
+				Realm     any               `json:"realm"`
+				Proposals []json.RawMessage `json:"proposals"`
+			}
+			if err := json.Unmarshal(raw, &whole); err != nil {
+				return err
+			}
+			realm = whole.Realm
+			rows = append(rows, whole.Proposals...)
+		} else {
+			o.printPage(w, &page)
+		}
+		if !o.all || page.Next == "" {
+			break
+		}
+		if sent[page.Next] {
+			return fmt.Errorf("memhost at %s answered the proposals cursor %q a second time, so its pages would repeat for ever; stopped", c.addr(), page.Next)
+		}
+		after = page.Next
+		sent[after] = true
+	}
+	if o.asJSON {
+		if rows == nil {
+			rows = []json.RawMessage{}
+		}
+		return printJSON(cmd.OutOrStdout(), map[string]any{"realm": realm, "pending": last.Pending, "next": "", "proposals": rows})
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%d pending in all\n", last.Pending)
+	if last.Next != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "more after these: --after %s (or --all)\n", last.Next)
+	}
+	return nil
+}
+
+// printPage writes one page's proposals as table rows.
+func (o proposalListing) printPage(w io.Writer, page *proposalPage) {
+	for _, p := range page.Proposals {
+		by := orDash(p.Proposer)
+		if p.Imported {
+			by = "(imported)"
+		}
+		expires := "-"
+		if !p.Record.ExpiresAt.IsZero() {
+			expires = p.Record.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, by, p.CreatedAt.Format(time.RFC3339),
+			p.Record.Scope, p.Record.Kind, printable(p.Record.Title), expires, orDash(p.Target))
+		if !o.diff {
+			continue
+		}
+		for _, d := range p.Diff {
+			fmt.Fprintf(w, "\t%s %s: %s\n", d.Op, d.Field, printable(d.Text))
+		}
+		if p.Target == "" {
+			// A new record has no diff; what approval sets besides
+			// its text is shown all the same.
+			if !p.Record.OccurredAt.IsZero() {
+				fmt.Fprintf(w, "\t+ occurred_at: %s\n", p.Record.OccurredAt.UTC().Format(time.RFC3339Nano))
+			}
+			if t := p.Record.Thread; t != nil {
+				fmt.Fprintf(w, "\t+ thread: %s #%d\n", printable(t.ID), t.Seq)
+			}
+		}
+	}
 }
 
 func proposalsDecideCommand(verb string) *cobra.Command {

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memhost/memhost/internal/testbin"
 )
 
 const agent2Secret = "agent2-token-0123456789abcdef01"
@@ -442,5 +447,80 @@ func TestReviewDecisionsAreLogged(t *testing.T) {
 		if !found {
 			t.Errorf("no log line holds %q:\n%s", want, logs)
 		}
+	}
+}
+
+// TestProposalsListPages: from an outside review. `memhost proposals
+// list` printed one page (at most 500) and dropped the answer's next, so
+// a reviewer with more pending proposals could not see them all. The
+// page's cursor is now printed for --after, and --all follows the pages.
+func TestProposalsListPages(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, reviewConfig, reviewEnv...)
+	want := map[string]bool{}
+	for i := range 5 {
+		code, _, ids := propose(t, m, agentSecret, "default", fmt.Sprintf("Tart %d", i), "Quince tart on Fridays.")
+		if code != 202 || len(ids) != 1 {
+			t.Fatalf("proposal %d = %d %v", i, code, ids)
+		}
+		want[ids[0]] = true
+	}
+	list := func(args ...string) (ids map[string]bool, stdout, stderr string) {
+		t.Helper()
+		cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"proposals", "list", "--addr", strings.TrimPrefix(m.base, "http://"), "--limit", "2"}, args...)...)
+		cmd.Env = append(cmd.Environ(), "MEMHOST_TOKEN="+appSecret)
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("proposals list %v: %v: %s", args, err, errOut.String())
+		}
+		ids = map[string]bool{}
+		for id := range want {
+			if strings.Contains(string(out), id) {
+				ids[id] = true
+			}
+		}
+		return ids, string(out), errOut.String()
+	}
+	first, _, stderr := list()
+	cursor := regexp.MustCompile(`--after (\S+)`).FindStringSubmatch(stderr)
+	if len(first) != 2 || cursor == nil {
+		t.Fatalf("the first page shows %d proposals and says %q; want 2 and the next page's cursor", len(first), stderr)
+	}
+	for _, c := range []struct {
+		name       string
+		args       []string
+		seen       int
+		more, json bool
+	}{
+		{"the page after the cursor", []string{"--after", cursor[1]}, 2, true, false},
+		{"every page", []string{"--all"}, 5, false, false},
+		{"every page from the cursor", []string{"--all", "--after", cursor[1]}, 3, false, false},
+		{"every page as JSON", []string{"--all", "--json"}, 5, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ids, stdout, stderr := list(c.args...)
+			if len(ids) != c.seen || strings.Contains(stderr, "--after") != c.more {
+				t.Fatalf("shows %d proposals and says %q; want %d, more pages %v", len(ids), stderr, c.seen, c.more)
+			}
+			if slices.Contains(c.args, "--after") {
+				for id := range first {
+					if ids[id] {
+						t.Errorf("%s, already on the first page, is shown again", id)
+					}
+				}
+			}
+			if c.json {
+				var page struct {
+					Pending   int    `json:"pending"`
+					Next      string `json:"next"`
+					Proposals []any  `json:"proposals"`
+				}
+				if err := json.Unmarshal([]byte(stdout), &page); err != nil || page.Pending != 5 || page.Next != "" || len(page.Proposals) != 5 {
+					t.Errorf("JSON = %+v, %v; want 5 pending, 5 proposals and no next", page, err)
+				}
+			}
+		})
 	}
 }
