@@ -120,12 +120,18 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 		if f.scope != "" {
 			rq.Scopes = []sdk.Scope{f.scope}
 		}
-		hits, err := view.search(ctx, p, rq)
+		if f.tag != "" {
+			rq.Tags = []string{f.tag}
+		}
+		// The filters apply before the recall's limit, as hidden scopes
+		// do: applied after, a kind or trust the best 100 matches lack
+		// answered nothing however many of its records matched.
+		hits, err := view.search(ctx, p, rq, f.keep, limit)
 		if err != nil {
 			return err
 		}
 		for _, h := range hits {
-			if f.keep(&h.Record) && len(out) < limit {
+			if len(out) < limit {
 				out = append(out, item{Record: h.Record, Score: h.Score})
 			}
 		}
@@ -197,13 +203,14 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "records": out, "next": next})
 }
 
-// search answers the hits of q that the caller may read, best
-// first. For a bound token the provider ranks other identities' records
-// too; asking again without them, until an answer holds none, keeps them
-// from crowding the token's own records out of the limit (and from
-// showing, by what is missing, how many of theirs match). It stops with
+// search answers the hits of q that the caller may read and keep
+// keeps, best first. For a bound token the provider ranks other
+// identities' records too; asking again without them, until an answer
+// holds none or want of the rest, keeps them from crowding the token's own
+// records out of the limit (and from showing, by what is missing, how many
+// of theirs match); so for the records keep leaves out. It stops with
 // what it has once the ids left out reach a provider call's bound.
-func (v readView) search(ctx context.Context, p sdk.Provider, q sdk.RecallQuery) ([]sdk.Hit, error) {
+func (v readView) search(ctx context.Context, p sdk.Provider, q sdk.RecallQuery, keep func(*sdk.Record) bool, want int) ([]sdk.Hit, error) {
 	for {
 		hits, err := p.Recall(ctx, q)
 		if err != nil {
@@ -215,14 +222,16 @@ func (v readView) search(ctx context.Context, p sdk.Provider, q sdk.RecallQuery)
 			// Another realm's record, from a provider that ignores its
 			// query's realm, is no more the caller's than a hidden scope's
 			// (as POST /v1/recall holds it).
-			if (h.Record.Realm == "" || h.Record.Realm == q.Realm) && !v.hides(h.Record.Scope) {
+			if (h.Record.Realm == "" || h.Record.Realm == q.Realm) && !v.hides(h.Record.Scope) && keep(&h.Record) {
 				readable = append(readable, h)
 			} else if len(q.ExcludeIDs) < sdk.MaxBatch {
 				q.ExcludeIDs = append(q.ExcludeIDs, h.Record.ID)
 				foreign++
 			}
 		}
-		if foreign == 0 || len(hits) < q.Limit {
+		// Every hit left out ranked above the rest, so the first want
+		// kept are the best want of all.
+		if foreign == 0 || len(hits) < q.Limit || len(readable) >= want {
 			return readable, nil
 		}
 	}

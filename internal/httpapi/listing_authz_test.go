@@ -348,6 +348,48 @@ func TestBoundSearchIsNotCrowdedOut(t *testing.T) {
 	}
 }
 
+// TestSearchFiltersBeforeItsLimit: from an outside review. A search's
+// filters (kind, trust, tag) applied after the provider's best 100 hits,
+// so 150 facts matching better than a gotcha made ?q=…&kind=gotcha answer
+// nothing. They apply before the limit now, as a bound token's hidden
+// scopes do, for bound and unbound tokens alike.
+func TestSearchFiltersBeforeItsLimit(t *testing.T) {
+	tokens := []Token{
+		{Name: "app", Secret: "app-secret-0123456789abc", Realms: []string{"default"}, Role: RoleApplication},
+		{Name: "alice-app", Secret: "alice-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication, Identities: []string{"alice"}},
+	}
+	srv, p := newTestServer(t, Options{Tokens: tokens}, sdk.CapWrite, sdk.CapFetch, sdk.CapArchive)
+	var recs []sdk.Record
+	for i := range 150 {
+		recs = append(recs, sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Trust: sdk.TrustApplication, Title: fmt.Sprintf("kumquat grove kumquat %d", i), Tags: []string{"grove"}})
+	}
+	recs = append(recs,
+		sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindGotcha, Trust: sdk.TrustOperator, Title: "kumquat frost", Body: "cover the trees on cold nights", Tags: []string{"frost"}})
+	p.MustAdd("default", recs...)
+	for _, c := range []struct{ name, secret, filter string }{
+		{"by kind", "app-secret-0123456789abc", "kind=gotcha"},
+		{"by trust", "app-secret-0123456789abc", "trust=operator"},
+		{"by tag", "app-secret-0123456789abc", "tag=frost"},
+		{"by kind, bound", "alice-secret-0123456789", "kind=gotcha"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := get(t, srv.URL+"/v1/records?realm=default&q=kumquat+grove&"+c.filter, c.secret)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			var list struct {
+				Records []struct{ Record sdk.Record }
+			}
+			if err := json.Unmarshal([]byte(body), &list); err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Records) != 1 || list.Records[0].Record.Title != "kumquat frost" {
+				t.Fatalf("search %s found %d records, want the gotcha alone: %s", c.filter, len(list.Records), body)
+			}
+		})
+	}
+}
+
 // failingForget is a trace store whose Forget fails while down is set.
 type failingForget struct {
 	traceFake
