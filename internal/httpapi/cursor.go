@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"strings"
 
@@ -70,4 +71,38 @@ func (c cursorSeal) open(realm, cursor string) (string, error) {
 		return "", errCursor
 	}
 	return id, nil
+}
+
+// tracePlaceAD binds a trace listing's cursor to its realm, apart from a
+// record listing's: neither is taken for the other.
+func tracePlaceAD(realm string) []byte { return []byte("turn trace listing\x00" + realm) }
+
+// sealPlace answers an opaque cursor for a trace listing's place, for
+// every caller: the place is a count of the host's traces of every realm,
+// which would tell one realm's application how busy the others are.
+func (c cursorSeal) sealPlace(realm string, place int64) string {
+	nonce := make([]byte, c.aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	out := c.aead.Seal(nonce, nonce, binary.BigEndian.AppendUint64(nil, uint64(place)), tracePlaceAD(realm))
+	return sealedCursorPrefix + base64.RawURLEncoding.EncodeToString(out)
+}
+
+// openPlace answers the place a trace listing's cursor holds.
+func (c cursorSeal) openPlace(realm, cursor string) (int64, error) {
+	if !strings.HasPrefix(cursor, sealedCursorPrefix) {
+		return 0, errCursor
+	}
+	data, err := base64.RawURLEncoding.DecodeString(cursor[len(sealedCursorPrefix):])
+	if err != nil || len(data) < c.aead.NonceSize() {
+		return 0, errCursor
+	}
+	plain, err := c.aead.Open(nil, data[:c.aead.NonceSize()], data[c.aead.NonceSize():], tracePlaceAD(realm))
+	if err != nil || len(plain) != 8 {
+		return 0, errCursor
+	}
+	place := int64(binary.BigEndian.Uint64(plain))
+	if place <= 0 {
+		return 0, errCursor
+	}
+	return place, nil
 }

@@ -144,20 +144,20 @@ func (traceFake) turns(realm string, identities []string) []coordinator.TurnTrac
 		})
 }
 
-func (f traceFake) Session(_ context.Context, realm string, identities []string, _ string, _ int) ([]coordinator.TurnTrace, error) {
-	return f.turns(realm, identities), nil
+func (f traceFake) SessionPage(_ context.Context, realm string, identities []string, _ string, _ turntrace.Page) ([]coordinator.TurnTrace, int64, error) {
+	return f.turns(realm, identities), 0, nil
 }
 
-func (f traceFake) Recent(_ context.Context, realm string, identities []string, _ int) ([]turntrace.SessionSummary, error) {
+func (f traceFake) RecentPage(_ context.Context, realm string, identities []string, _ turntrace.Page) ([]turntrace.SessionSummary, int64, error) {
 	var out []turntrace.SessionSummary
 	for _, t := range f.turns(realm, identities) {
 		out = append(out, turntrace.SessionSummary{Realm: realm, Identity: t.Identity, Session: t.Session})
 	}
-	return out, nil
+	return out, 0, nil
 }
 
-func (f traceFake) Record(_ context.Context, realm string, identities []string, _ string, _ int) ([]coordinator.TurnTrace, error) {
-	return f.turns(realm, identities), nil
+func (f traceFake) RecordPage(_ context.Context, realm string, identities []string, _ string, _ turntrace.Page) ([]coordinator.TurnTrace, int64, error) {
+	return f.turns(realm, identities), 0, nil
 }
 
 func (traceFake) Forget(context.Context, string, []string) error { return nil }

@@ -13,9 +13,9 @@ import (
 // TraceReader reads the turn trace store, and blanks a forgotten
 // record's title in it.
 type TraceReader interface {
-	Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error)
-	Recent(ctx context.Context, realm string, identities []string, limit int) ([]turntrace.SessionSummary, error)
-	Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error)
+	SessionPage(ctx context.Context, realm string, identities []string, session string, page turntrace.Page) ([]coordinator.TurnTrace, int64, error)
+	RecentPage(ctx context.Context, realm string, identities []string, page turntrace.Page) ([]turntrace.SessionSummary, int64, error)
+	RecordPage(ctx context.Context, realm string, identities []string, id string, page turntrace.Page) ([]coordinator.TurnTrace, int64, error)
 	Forget(ctx context.Context, realm string, ids []string) error
 }
 
@@ -41,32 +41,47 @@ const (
 )
 
 // traceRequest checks what every trace read needs: an application
-// caller, a realm it may see, a page size and a host that keeps traces.
+// caller, a realm it may see, a page (its size and the cursor of the page
+// before) and a host that keeps traces.
 // A trace names what was injected for an identity, so a bound token is
 // answered only its own identities' turns: the store leaves out the
 // others' before the page's limit, so they cannot crowd them out.
-func (s *Server) traceRequest(c caller, r *http.Request) (realm string, limit int, tr TraceReader, err error) {
+func (s *Server) traceRequest(c caller, r *http.Request) (realm string, page turntrace.Page, tr TraceReader, err error) {
 	if err := c.requireApplication("read turn traces"); err != nil {
-		return "", 0, nil, err
+		return "", page, nil, err
 	}
 	q := r.URL.Query()
 	if realm, err = s.realm(c, q.Get("realm")); err != nil {
-		return "", 0, nil, err
+		return "", page, nil, err
 	}
-	if limit, err = pageLimit(q.Get("limit"), DefaultTracePage, MaxTracePage); err != nil {
-		return "", 0, nil, err
+	if page.Limit, err = pageLimit(q.Get("limit"), DefaultTracePage, MaxTracePage); err != nil {
+		return "", page, nil, err
+	}
+	if after := q.Get("after"); after != "" {
+		if page.After, err = s.cursors.openPlace(realm, after); err != nil {
+			return "", page, nil, &sdk.FieldError{Field: "after", Problem: err.Error(), Err: sdk.ErrInvalid}
+		}
 	}
 	if s.opts.Traces == nil {
-		return "", 0, nil, fmt.Errorf("this host keeps no turn trace: %w", sdk.ErrUnsupported)
+		return "", page, nil, fmt.Errorf("this host keeps no turn trace: %w", sdk.ErrUnsupported)
 	}
-	return realm, limit, s.opts.Traces, nil
+	return realm, page, s.opts.Traces, nil
+}
+
+// traceNext is a trace listing's next: the sealed place of its page's
+// last row, empty after the last page.
+func (s *Server) traceNext(realm string, place int64) string {
+	if place == 0 {
+		return ""
+	}
+	return s.cursors.sealPlace(realm, place)
 }
 
 // handleSessionTrace answers a session's turns, oldest first: what each
 // injected, what it left out and why (application callers only: a trace
 // names records of every identity in the session's realm).
 func (s *Server) handleSessionTrace(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	realm, limit, tr, err := s.traceRequest(c, r)
+	realm, page, tr, err := s.traceRequest(c, r)
 	if err != nil {
 		return err
 	}
@@ -87,29 +102,29 @@ func (s *Server) handleSessionTrace(ctx context.Context, c caller, w http.Respon
 	if identity != "" {
 		who = []string{identity}
 	}
-	turns, err := tr.Session(ctx, realm, who, session, limit)
+	turns, next, err := tr.SessionPage(ctx, realm, who, session, page)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "session": session, "turns": turns})
+	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "session": session, "turns": turns, "next": s.traceNext(realm, next)})
 }
 
 // handleTraces lists the sessions of a realm with the newest traces.
 func (s *Server) handleTraces(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	realm, limit, tr, err := s.traceRequest(c, r)
+	realm, page, tr, err := s.traceRequest(c, r)
 	if err != nil {
 		return err
 	}
-	sessions, err := tr.Recent(ctx, realm, c.identities(), limit)
+	sessions, next, err := tr.RecentPage(ctx, realm, c.identities(), page)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "sessions": sessions})
+	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "sessions": sessions, "next": s.traceNext(realm, next)})
 }
 
 // handleRecordTrace answers the newest turns that injected a record.
 func (s *Server) handleRecordTrace(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	realm, limit, tr, err := s.traceRequest(c, r)
+	realm, page, tr, err := s.traceRequest(c, r)
 	if err != nil {
 		return err
 	}
@@ -117,9 +132,9 @@ func (s *Server) handleRecordTrace(ctx context.Context, c caller, w http.Respons
 	if err := sdk.ValidateID(id); err != nil {
 		return err
 	}
-	turns, err := tr.Record(ctx, realm, c.identities(), id, limit)
+	turns, next, err := tr.RecordPage(ctx, realm, c.identities(), id, page)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "record": id, "turns": turns})
+	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "record": id, "turns": turns, "next": s.traceNext(realm, next)})
 }

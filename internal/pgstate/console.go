@@ -264,63 +264,91 @@ func (t *Traces) Append(ctx context.Context, traces []coordinator.TurnTrace) err
 	return nil
 }
 
-func (t *Traces) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
+func (t *Traces) SessionPage(ctx context.Context, realm string, identities []string, session string, page turntrace.Page) ([]coordinator.TurnTrace, int64, error) {
 	done, err := t.db.listing(ctx, realm)
 	if err != nil {
-		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+		return nil, 0, fmt.Errorf("turn trace: read: %w", classify(err))
 	}
 	defer done()
-	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT trace::text FROM (SELECT seq, trace FROM turn_trace
-		WHERE realm = $1 AND session = $2 AND `+ofIdentities(3)+` ORDER BY seq DESC LIMIT $4) AS t ORDER BY seq`),
-		realm, session, identities, limit)
+	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT seq, trace::text FROM (SELECT seq, trace FROM turn_trace
+		WHERE realm = $1 AND session = $2 AND `+ofIdentities(3)+` AND ($5 = 0 OR seq < $5) ORDER BY seq DESC LIMIT $4) AS t ORDER BY seq`),
+		realm, session, identities, page.Limit, page.After)
 	if err != nil {
-		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+		return nil, 0, fmt.Errorf("turn trace: read: %w", classify(err))
 	}
-	out, err := turntrace.ScanTraces(rows)
+	out, seqs, err := turntrace.ScanTraces(rows)
 	if err != nil {
-		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+		return nil, 0, fmt.Errorf("turn trace: read: %w", classify(err))
 	}
-	return out, nil
+	if len(seqs) == 0 || len(out) < page.Limit {
+		return out, 0, nil
+	}
+	return out, seqs[0], nil
 }
 
-func (t *Traces) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
+func (t *Traces) RecordPage(ctx context.Context, realm string, identities []string, id string, page turntrace.Page) ([]coordinator.TurnTrace, int64, error) {
 	done, err := t.db.listing(ctx, realm)
 	if err != nil {
-		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+		return nil, 0, fmt.Errorf("turn trace: read: %w", classify(err))
 	}
 	defer done()
 	probe, err := json.Marshal([]map[string]string{{"id": id}})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT trace::text FROM turn_trace
-		WHERE realm = $1 AND records @> ARRAY[$5::text] AND trace->'included' @> $2::jsonb AND `+ofIdentities(3)+` ORDER BY seq DESC LIMIT $4`), realm, string(probe), identities, limit, id)
+	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT seq, trace::text FROM turn_trace
+		WHERE realm = $1 AND records @> ARRAY[$5::text] AND trace->'included' @> $2::jsonb AND `+ofIdentities(3)+`
+		AND ($6 = 0 OR seq < $6) ORDER BY seq DESC LIMIT $4`), realm, string(probe), identities, page.Limit, id, page.After)
 	if err != nil {
-		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+		return nil, 0, fmt.Errorf("turn trace: read: %w", classify(err))
 	}
-	out, err := turntrace.ScanTraces(rows)
+	out, seqs, err := turntrace.ScanTraces(rows)
 	if err != nil {
-		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+		return nil, 0, fmt.Errorf("turn trace: read: %w", classify(err))
 	}
-	return out, nil
+	if len(seqs) == 0 || len(out) < page.Limit {
+		return out, 0, nil
+	}
+	return out, seqs[len(seqs)-1], nil
+}
+
+func (t *Traces) RecentPage(ctx context.Context, realm string, identities []string, page turntrace.Page) ([]turntrace.SessionSummary, int64, error) {
+	done, err := t.db.listing(ctx, realm)
+	if err != nil {
+		return nil, 0, fmt.Errorf("turn trace: list sessions: %w", classify(err))
+	}
+	defer done()
+	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT realm, identity, session, count(*)::int, sum(bytes)::int, max(at_ms), max(seq) FROM turn_trace
+		WHERE realm = $1 AND `+ofIdentities(2)+` GROUP BY realm, identity, session HAVING ($4 = 0 OR max(seq) < $4) ORDER BY max(seq) DESC LIMIT $3`),
+		realm, identities, page.Limit, page.After)
+	if err != nil {
+		return nil, 0, fmt.Errorf("turn trace: list sessions: %w", classify(err))
+	}
+	out, seqs, err := turntrace.ScanSummaries(rows)
+	if err != nil {
+		return nil, 0, fmt.Errorf("turn trace: list sessions: %w", classify(err))
+	}
+	if len(seqs) == 0 || len(out) < page.Limit {
+		return out, 0, nil
+	}
+	return out, seqs[len(seqs)-1], nil
+}
+
+// Session, Record and Recent are the first pages of SessionPage,
+// RecordPage and RecentPage.
+func (t *Traces) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
+	out, _, err := t.SessionPage(ctx, realm, identities, session, turntrace.Page{Limit: limit})
+	return out, err
+}
+
+func (t *Traces) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
+	out, _, err := t.RecordPage(ctx, realm, identities, id, turntrace.Page{Limit: limit})
+	return out, err
 }
 
 func (t *Traces) Recent(ctx context.Context, realm string, identities []string, limit int) ([]turntrace.SessionSummary, error) {
-	done, err := t.db.listing(ctx, realm)
-	if err != nil {
-		return nil, fmt.Errorf("turn trace: list sessions: %w", classify(err))
-	}
-	defer done()
-	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT realm, identity, session, count(*)::int, sum(bytes)::int, max(at_ms) FROM turn_trace
-		WHERE realm = $1 AND `+ofIdentities(2)+` GROUP BY realm, identity, session ORDER BY max(seq) DESC LIMIT $3`), realm, identities, limit)
-	if err != nil {
-		return nil, fmt.Errorf("turn trace: list sessions: %w", classify(err))
-	}
-	out, err := turntrace.ScanSummaries(rows)
-	if err != nil {
-		return nil, fmt.Errorf("turn trace: list sessions: %w", classify(err))
-	}
-	return out, nil
+	out, _, err := t.RecentPage(ctx, realm, identities, turntrace.Page{Limit: limit})
+	return out, err
 }
 
 func (t *Traces) Forget(ctx context.Context, realm string, ids []string) error {

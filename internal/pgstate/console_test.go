@@ -12,6 +12,7 @@ import (
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/turntrace"
+	"github.com/memhost/memhost/internal/turntrace/tracetest"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -163,6 +164,9 @@ func TestSharedTraces(t *testing.T) {
 
 // TestSharedTracesForget: a forgotten record's title is blanked in every
 // trace of its realm that names it, and only there.
+// TestSharedTracesPage: see tracetest.CheckPaging.
+func TestSharedTracesPage(t *testing.T) { tracetest.CheckPaging(t, NewTraces(open(t, 1)[0])) }
+
 func TestSharedTracesForget(t *testing.T) {
 	ctx := context.Background()
 	tr := NewTraces(open(t, 1)[0])

@@ -66,7 +66,7 @@ func TestRecorderCloseWritesWhatLingers(t *testing.T) {
 	r.Trace(tr("r", "s", time.Now().UTC(), "id"))
 	r.Trace(tr("r", "s", time.Now().UTC(), "id"))
 	r.Close()
-	got, err := store.Session(context.Background(), "r", nil, "s", 10)
+	got, _, err := store.SessionPage(context.Background(), "r", nil, "s", Page{Limit: 10})
 	if err != nil || len(got) != 2 {
 		t.Fatalf("after close the store holds %d traces (%v), want 2", len(got), err)
 	}

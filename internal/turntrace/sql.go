@@ -100,49 +100,79 @@ func (s *SQLStore) Append(ctx context.Context, traces []coordinator.TurnTrace) e
 	})
 }
 
-func (s *SQLStore) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
-	return s.traces(ctx, realm, `SELECT trace FROM (SELECT seq, trace FROM turn_trace
-		WHERE realm = ? AND session = ? AND `+ofIdentities+` ORDER BY seq DESC LIMIT ?) ORDER BY seq`,
-		realm, session, identityList(identities), identityList(identities), limit)
+func (s *SQLStore) SessionPage(ctx context.Context, realm string, identities []string, session string, page Page) ([]coordinator.TurnTrace, int64, error) {
+	out, seqs, err := s.traces(ctx, realm, `SELECT seq, trace FROM (SELECT seq, trace FROM turn_trace
+		WHERE realm = ? AND session = ? AND `+ofIdentities+` AND (? = 0 OR seq < ?) ORDER BY seq DESC LIMIT ?) ORDER BY seq`,
+		realm, session, identityList(identities), identityList(identities), page.After, page.After, page.Limit)
+	if err != nil || len(seqs) == 0 {
+		return out, 0, err
+	}
+	return out, page.next(len(out), seqs[0]), nil
 }
 
 // traces runs a listing of traces on the database's read connections.
-func (s *SQLStore) traces(ctx context.Context, realm, query string, args ...any) (out []coordinator.TurnTrace, err error) {
+func (s *SQLStore) traces(ctx context.Context, realm, query string, args ...any) (out []coordinator.TurnTrace, seqs []int64, err error) {
 	err = s.db.Read(ctx, realm, "read turn trace", func(db *sql.DB) error {
 		rows, err := db.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
-		out, err = scanTraces(rows)
+		out, seqs, err = scanTraces(rows)
 		return err
 	})
+	return out, seqs, err
+}
+
+func (s *SQLStore) RecordPage(ctx context.Context, realm string, identities []string, id string, page Page) ([]coordinator.TurnTrace, int64, error) {
+	match := matchAny([]string{id})
+	if match == "" {
+		return nil, 0, nil
+	}
+	// The index folds case: the rows it finds are checked for the id.
+	out, seqs, err := s.traces(ctx, realm, `SELECT seq, trace FROM turn_trace
+		WHERE seq IN (SELECT rowid FROM turn_trace_records WHERE turn_trace_records MATCH ?) AND realm = ? AND `+ofIdentities+`
+		AND EXISTS (SELECT 1 FROM json_each(trace, '$.included') WHERE json_extract(value, '$.id') = ?)
+		AND (? = 0 OR seq < ?) ORDER BY seq DESC LIMIT ?`, match, realm, identityList(identities), identityList(identities), id,
+		page.After, page.After, page.Limit)
+	if err != nil || len(seqs) == 0 {
+		return out, 0, err
+	}
+	return out, page.next(len(out), seqs[len(seqs)-1]), nil
+}
+
+func (s *SQLStore) RecentPage(ctx context.Context, realm string, identities []string, page Page) ([]SessionSummary, int64, error) {
+	var out []SessionSummary
+	var seqs []int64
+	err := s.db.Read(ctx, realm, "list traced sessions", func(db *sql.DB) error {
+		rows, err := db.QueryContext(ctx, `SELECT realm, identity, session, count(*), sum(bytes), max(at_ms), max(seq) FROM turn_trace
+			WHERE realm = ? AND `+ofIdentities+` GROUP BY realm, identity, session HAVING (? = 0 OR max(seq) < ?) ORDER BY max(seq) DESC LIMIT ?`,
+			realm, identityList(identities), identityList(identities), page.After, page.After, page.Limit)
+		if err != nil {
+			return err
+		}
+		out, seqs, err = scanSummaries(rows)
+		return err
+	})
+	if err != nil || len(seqs) == 0 {
+		return out, 0, err
+	}
+	return out, page.next(len(out), seqs[len(seqs)-1]), nil
+}
+
+// Session, Record and Recent are the first pages of SessionPage,
+// RecordPage and RecentPage.
+func (s *SQLStore) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
+	out, _, err := s.SessionPage(ctx, realm, identities, session, Page{Limit: limit})
 	return out, err
 }
 
 func (s *SQLStore) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
-	match := matchAny([]string{id})
-	if match == "" {
-		return nil, nil
-	}
-	// The index folds case: the rows it finds are checked for the id.
-	return s.traces(ctx, realm, `SELECT trace FROM turn_trace
-		WHERE seq IN (SELECT rowid FROM turn_trace_records WHERE turn_trace_records MATCH ?) AND realm = ? AND `+ofIdentities+`
-		AND EXISTS (SELECT 1 FROM json_each(trace, '$.included') WHERE json_extract(value, '$.id') = ?)
-		ORDER BY seq DESC LIMIT ?`, match, realm, identityList(identities), identityList(identities), id, limit)
+	out, _, err := s.RecordPage(ctx, realm, identities, id, Page{Limit: limit})
+	return out, err
 }
 
 func (s *SQLStore) Recent(ctx context.Context, realm string, identities []string, limit int) ([]SessionSummary, error) {
-	var out []SessionSummary
-	err := s.db.Read(ctx, realm, "list traced sessions", func(db *sql.DB) error {
-		rows, err := db.QueryContext(ctx, `SELECT realm, identity, session, count(*), sum(bytes), max(at_ms) FROM turn_trace
-			WHERE realm = ? AND `+ofIdentities+` GROUP BY realm, identity, session ORDER BY max(seq) DESC LIMIT ?`,
-			realm, identityList(identities), identityList(identities), limit)
-		if err != nil {
-			return err
-		}
-		out, err = scanSummaries(rows)
-		return err
-	})
+	out, _, err := s.RecentPage(ctx, realm, identities, Page{Limit: limit})
 	return out, err
 }
 
@@ -266,27 +296,35 @@ type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { r.Rows.Close() }
 
-func scanTraces(rows *sql.Rows) ([]coordinator.TurnTrace, error) { return ScanTraces(sqlRows{rows}) }
+func scanTraces(rows *sql.Rows) ([]coordinator.TurnTrace, []int64, error) {
+	return ScanTraces(sqlRows{rows})
+}
 
-func scanSummaries(rows *sql.Rows) ([]SessionSummary, error) { return ScanSummaries(sqlRows{rows}) }
+func scanSummaries(rows *sql.Rows) ([]SessionSummary, []int64, error) {
+	return ScanSummaries(sqlRows{rows})
+}
 
-// ScanTraces reads rows of one column, a trace's JSON.
-func ScanTraces(rows Rows) ([]coordinator.TurnTrace, error) {
+// ScanTraces reads rows of (seq, a trace's JSON): the traces, and their
+// seqs for a page's next.
+func ScanTraces(rows Rows) ([]coordinator.TurnTrace, []int64, error) {
 	defer rows.Close()
 	out := []coordinator.TurnTrace{}
+	var seqs []int64
 	for rows.Next() {
+		var seq int64
 		var body string
-		if err := rows.Scan(&body); err != nil {
-			return nil, err
+		if err := rows.Scan(&seq, &body); err != nil {
+			return nil, nil, err
 		}
 		var t coordinator.TurnTrace
 		if err := json.Unmarshal([]byte(body), &t); err != nil {
-			return nil, fmt.Errorf("a stored trace does not decode: %w", err)
+			return nil, nil, fmt.Errorf("a stored trace does not decode: %w", err)
 		}
 		withoutForeign(&t)
 		out = append(out, t)
+		seqs = append(seqs, seq)
 	}
-	return out, rows.Err()
+	return out, seqs, rows.Err()
 }
 
 // withoutForeign counts, instead of naming, the rows of t that are
@@ -305,20 +343,23 @@ func withoutForeign(t *coordinator.TurnTrace) {
 }
 
 // ScanSummaries reads rows of (realm, identity, session, turns, bytes,
-// last at in unix milliseconds).
-func ScanSummaries(rows Rows) ([]SessionSummary, error) {
+// newest at_ms, newest seq): the summaries, and their newest seqs for a
+// page's next.
+func ScanSummaries(rows Rows) ([]SessionSummary, []int64, error) {
 	defer rows.Close()
 	out := []SessionSummary{}
+	var seqs []int64
 	for rows.Next() {
 		var s SessionSummary
-		var ms int64
-		if err := rows.Scan(&s.Realm, &s.Identity, &s.Session, &s.Turns, &s.Bytes, &ms); err != nil {
-			return nil, err
+		var ms, seq int64
+		if err := rows.Scan(&s.Realm, &s.Identity, &s.Session, &s.Turns, &s.Bytes, &ms, &seq); err != nil {
+			return nil, nil, err
 		}
 		s.Last = time.UnixMilli(ms).UTC()
 		out = append(out, s)
+		seqs = append(seqs, seq)
 	}
-	return out, rows.Err()
+	return out, seqs, rows.Err()
 }
 
 var _ Store = (*SQLStore)(nil)

@@ -133,16 +133,16 @@ func testIdentityFilter(t *testing.T, s Store) {
 		t.Fatal(err)
 	}
 	only := []string{"carol"}
-	if got, err := s.Recent(ctx, "r", only, 1); err != nil || len(got) != 1 || got[0].Identity != "carol" {
+	if got, _, err := s.RecentPage(ctx, "r", only, Page{Limit: 1}); err != nil || len(got) != 1 || got[0].Identity != "carol" {
 		t.Errorf("recent sessions of carol = %+v, %v", got, err)
 	}
-	if got, err := s.Record(ctx, "r", only, "shared", 1); err != nil || len(got) != 1 || got[0].Identity != "carol" {
+	if got, _, err := s.RecordPage(ctx, "r", only, "shared", Page{Limit: 1}); err != nil || len(got) != 1 || got[0].Identity != "carol" {
 		t.Errorf("record trace of carol = %+v, %v", got, err)
 	}
-	if got, err := s.Session(ctx, "r", []string{"user0"}, "mine", 10); err != nil || len(got) != 0 {
+	if got, _, err := s.SessionPage(ctx, "r", []string{"user0"}, "mine", Page{Limit: 10}); err != nil || len(got) != 0 {
 		t.Errorf("carol's session read for user0 = %+v, %v", got, err)
 	}
-	if got, err := s.Recent(ctx, "r", nil, 10); err != nil || len(got) != 6 {
+	if got, _, err := s.RecentPage(ctx, "r", nil, Page{Limit: 10}); err != nil || len(got) != 6 {
 		t.Errorf("recent sessions of every identity = %d, %v; want 6", len(got), err)
 	}
 }
@@ -196,7 +196,7 @@ func checkForget(t *testing.T, s Store) {
 	if err := s.Forget(ctx, "r", []string{"gone"}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Session(ctx, "r", nil, "s", 10)
+	got, _, err := s.SessionPage(ctx, "r", nil, "s", Page{Limit: 10})
 	if err != nil || len(got) != 2 {
 		t.Fatalf("read %d traces, %v", len(got), err)
 	}
@@ -208,10 +208,10 @@ func checkForget(t *testing.T, s Store) {
 			t.Errorf("another record's row is %+v", r)
 		}
 	}
-	if byRecord, err := s.Record(ctx, "r", nil, "gone", 10); err != nil || len(byRecord) != 1 || byRecord[0].Included[0].Title != "" {
+	if byRecord, _, err := s.RecordPage(ctx, "r", nil, "gone", Page{Limit: 10}); err != nil || len(byRecord) != 1 || byRecord[0].Included[0].Title != "" {
 		t.Errorf("the record's trace = %+v, %v", byRecord, err)
 	}
-	if theirs, err := s.Session(ctx, "elsewhere", nil, "s", 10); err != nil || len(theirs) != 1 || theirs[0].Included[0].Title != "title of gone" {
+	if theirs, _, err := s.SessionPage(ctx, "elsewhere", nil, "s", Page{Limit: 10}); err != nil || len(theirs) != 1 || theirs[0].Included[0].Title != "title of gone" {
 		t.Errorf("another realm's trace = %+v, %v; a forget is per realm", theirs, err)
 	}
 }

@@ -25,21 +25,44 @@ import (
 type Store interface {
 	// Append stores traces.
 	Append(ctx context.Context, traces []coordinator.TurnTrace) error
-	// Session answers the newest limit traces of a session in realm,
-	// oldest first. Each read keeps only the turns of identities when it
-	// is not nil, before limit applies.
-	Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error)
-	// Record answers the newest limit traces of realm that injected the
-	// record id, newest first.
-	Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error)
-	// Recent answers the sessions of realm with the newest traces.
-	Recent(ctx context.Context, realm string, identities []string, limit int) ([]SessionSummary, error)
+	// SessionPage answers the newest page.Limit traces of a session in
+	// realm older than page.After (all when 0), oldest first, and the
+	// After of the next older page (0 when this one is not full). Each
+	// read keeps only the turns of identities when it is not nil, before
+	// the limit applies.
+	SessionPage(ctx context.Context, realm string, identities []string, session string, page Page) ([]coordinator.TurnTrace, int64, error)
+	// RecordPage answers the newest page.Limit traces of realm older than
+	// page.After that injected the record id, newest first, and the
+	// next page's After.
+	RecordPage(ctx context.Context, realm string, identities []string, id string, page Page) ([]coordinator.TurnTrace, int64, error)
+	// RecentPage answers the sessions of realm with the newest traces,
+	// those whose newest trace is older than page.After, and the next
+	// page's After.
+	RecentPage(ctx context.Context, realm string, identities []string, page Page) ([]SessionSummary, int64, error)
 	// Prune drops traces older than before and, per realm, all but keep
 	// (OverRealmBound); it answers how many went.
 	Prune(ctx context.Context, before time.Time, keep int) (int, error)
 	// Forget blanks the titles of the records ids of realm in every
 	// trace that names them (ForgetTitles).
 	Forget(ctx context.Context, realm string, ids []string) error
+}
+
+// Page is where a trace listing starts and how much it answers. After is
+// a place in the store's order of writes, the next of the page before (0:
+// from the newest), not a count of rows: a trace written or pruned
+// between pages moves no other row from its page.
+type Page struct {
+	After int64
+	Limit int
+}
+
+// next is the After of the page following one of n rows whose oldest is
+// at last: none once a page is not full.
+func (p Page) next(n int, last int64) int64 {
+	if n < p.Limit || n == 0 {
+		return 0
+	}
+	return last
 }
 
 // OverRealmBound selects the seq of every trace beyond the newest keep
@@ -419,28 +442,46 @@ func (r *Recorder) takeFailed(realm string, identities []string) error {
 // that failed or a trace sent after Close.
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 
-// Session, Record and Recent read the store after a flush, so a reader
-// sees every turn traced before its request (read your writes).
-// identities, when not nil, keeps only their turns, before limit applies.
-func (r *Recorder) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
+// SessionPage, RecordPage and RecentPage read the store after a flush,
+// so a reader sees every turn traced before its request (read your
+// writes). identities, when not nil, keeps only their turns, before the
+// limit applies.
+func (r *Recorder) SessionPage(ctx context.Context, realm string, identities []string, session string, page Page) ([]coordinator.TurnTrace, int64, error) {
 	if err := r.flush(ctx, realm, identities); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return r.store.Session(ctx, realm, identities, session, limit)
+	return r.store.SessionPage(ctx, realm, identities, session, page)
+}
+
+func (r *Recorder) RecordPage(ctx context.Context, realm string, identities []string, id string, page Page) ([]coordinator.TurnTrace, int64, error) {
+	if err := r.flush(ctx, realm, identities); err != nil {
+		return nil, 0, err
+	}
+	return r.store.RecordPage(ctx, realm, identities, id, page)
+}
+
+func (r *Recorder) RecentPage(ctx context.Context, realm string, identities []string, page Page) ([]SessionSummary, int64, error) {
+	if err := r.flush(ctx, realm, identities); err != nil {
+		return nil, 0, err
+	}
+	return r.store.RecentPage(ctx, realm, identities, page)
+}
+
+// Session, Record and Recent are the first pages of SessionPage,
+// RecordPage and RecentPage.
+func (r *Recorder) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
+	out, _, err := r.SessionPage(ctx, realm, identities, session, Page{Limit: limit})
+	return out, err
 }
 
 func (r *Recorder) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
-	if err := r.flush(ctx, realm, identities); err != nil {
-		return nil, err
-	}
-	return r.store.Record(ctx, realm, identities, id, limit)
+	out, _, err := r.RecordPage(ctx, realm, identities, id, Page{Limit: limit})
+	return out, err
 }
 
 func (r *Recorder) Recent(ctx context.Context, realm string, identities []string, limit int) ([]SessionSummary, error) {
-	if err := r.flush(ctx, realm, identities); err != nil {
-		return nil, err
-	}
-	return r.store.Recent(ctx, realm, identities, limit)
+	out, _, err := r.RecentPage(ctx, realm, identities, Page{Limit: limit})
+	return out, err
 }
 
 // flush waits until every trace queued before it is written. It answers

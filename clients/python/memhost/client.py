@@ -436,21 +436,25 @@ class Client:
         return cast("dict[str, Any]", self._json("GET", "/v1/scopes", query={"realm": realm}))
 
     @_operation("sessionTrace")
-    def trace(self, session: str, *, realm: str | None = None, identity: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """A session's turn trace: what each turn injected and what it left out."""
-        query = {"realm": realm, "identity": identity, "limit": None if limit is None else str(limit)}
+    def trace(
+        self, session: str, *, realm: str | None = None, identity: str | None = None, after: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """A session's turn trace: what each turn injected and what it left out (after: the next of the page before)."""
+        query = {"realm": realm, "identity": identity, "after": after, "limit": None if limit is None else str(limit)}
         return cast("dict[str, Any]", self._json("GET", "/v1/sessions/" + _seg(session) + "/trace", query=query))
 
     @_operation("listTraces")
-    def traces(self, *, realm: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """A realm's traced sessions, most recent first."""
-        query = {"realm": realm, "limit": None if limit is None else str(limit)}
+    def traces(self, *, realm: str | None = None, after: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """A realm's traced sessions, most recent first (after: the next of the page before)."""
+        query = {"realm": realm, "after": after, "limit": None if limit is None else str(limit)}
         return cast("dict[str, Any]", self._json("GET", "/v1/traces", query=query))
 
     @_operation("recordTrace")
-    def record_trace(self, record_id: str, *, realm: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """The newest turns that injected a record."""
-        query = {"realm": realm, "limit": None if limit is None else str(limit)}
+    def record_trace(
+        self, record_id: str, *, realm: str | None = None, after: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """The newest turns that injected a record (after: the next of the page before)."""
+        query = {"realm": realm, "after": after, "limit": None if limit is None else str(limit)}
         return cast("dict[str, Any]", self._json("GET", "/v1/records/" + _seg(record_id) + "/trace", query=query))
 
     @_operation("recall")

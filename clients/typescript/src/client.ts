@@ -83,9 +83,10 @@ export interface RecordFilter extends PageParams {
   since?: string;
 }
 
-/** A trace listing: its realm and size (traces are newest first, with no cursor). */
+/** A trace listing: its realm, size and cursor (the `next` of the page before; pages run to older traces). */
 export interface TraceParams {
   realm?: string;
+  after?: string;
   limit?: number;
 }
 
@@ -94,7 +95,7 @@ function pageQuery(p: PageParams): { [name: string]: string | undefined } {
 }
 
 function traceQuery(p: TraceParams): { [name: string]: string | undefined } {
-  return { realm: p.realm, limit: p.limit?.toString() };
+  return { realm: p.realm, after: p.after, limit: p.limit?.toString() };
 }
 
 export interface RealmOptions extends CallOptions {

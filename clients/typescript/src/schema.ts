@@ -120,6 +120,8 @@ export interface paths {
         parameters: {
             query?: {
                 realm?: string;
+                /** @description the next of an earlier answer, passed unchanged (a sealed place in the realm's traces: the page goes on with older ones, whatever was traced since); anything else is a 400 naming after */
+                after?: string;
                 limit?: number;
             };
             header?: never;
@@ -1166,6 +1168,8 @@ export interface operations {
         parameters: {
             query?: {
                 realm?: string;
+                /** @description the next of an earlier answer, passed unchanged (a sealed place in the realm's traces: the page goes on with older ones, whatever was traced since); anything else is a 400 naming after */
+                after?: string;
                 limit?: number;
             };
             header?: never;
@@ -1176,7 +1180,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Turns, newest first. */
+            /** @description Turns, newest first, a page at a time. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1186,6 +1190,8 @@ export interface operations {
                         realm: string;
                         record: string;
                         turns: components["schemas"]["TurnTrace"][];
+                        /** @description the cursor for after, empty after the last page */
+                        next: string;
                     };
                 };
             };
@@ -1280,6 +1286,8 @@ export interface operations {
         parameters: {
             query?: {
                 realm?: string;
+                /** @description the next of an earlier answer, passed unchanged (a sealed place in the realm's traces: the page goes on with older ones, whatever was traced since); anything else is a 400 naming after */
+                after?: string;
                 limit?: number;
             };
             header?: never;
@@ -1288,7 +1296,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Sessions, most recently traced first (a build has no session). */
+            /** @description Sessions, most recently traced first, a page at a time (a build has no session; a session traced again since an earlier page is on the first). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1296,6 +1304,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         realm: string;
+                        /** @description the cursor for after, empty after the last page */
+                        next: string;
                         sessions: {
                             realm: string;
                             identity: string;
@@ -1316,6 +1326,8 @@ export interface operations {
             query?: {
                 realm?: string;
                 identity?: string;
+                /** @description the next of an earlier answer, passed unchanged (a sealed place in the realm's traces: the page goes on with older ones, whatever was traced since); anything else is a 400 naming after */
+                after?: string;
                 limit?: number;
             };
             header?: never;
@@ -1326,7 +1338,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The session's newest turns, oldest first. */
+            /** @description The session's newest turns (with after, the newest before that place), oldest first. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1336,6 +1348,8 @@ export interface operations {
                         realm: string;
                         session: string;
                         turns: components["schemas"]["TurnTrace"][];
+                        /** @description the cursor for after, empty after the last page */
+                        next: string;
                     };
                 };
             };
