@@ -21,6 +21,20 @@ func runCLI(t *testing.T, env []string, args ...string) (string, error) {
 	return string(out), nil
 }
 
+// runCLIStderr is runCLI that also answers standard error.
+func runCLIStderr(t *testing.T, env []string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), args...)
+	cmd.Env = append(cmd.Environ(), env...)
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	if err != nil {
+		err = &cliError{err: err, stderr: errOut.String()}
+	}
+	return string(out), errOut.String(), err
+}
+
 type cliError struct {
 	err    error
 	stderr string

@@ -276,7 +276,7 @@ func proposalsDecideCommand(verb string) *cobra.Command {
 
 func traceCommand() *cobra.Command {
 	var f clientFlags
-	var realm, identity string
+	var realm, identity, after string
 	var limit int
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -297,6 +297,9 @@ func traceCommand() *cobra.Command {
 				if identity != "" {
 					q.Set("identity", identity)
 				}
+				if after != "" {
+					q.Set("after", after)
+				}
 				path := "/v1/sessions/" + url.PathEscape(args[0]) + "/trace?" + q.Encode()
 				var raw map[string]any
 				if asJSON {
@@ -307,6 +310,7 @@ func traceCommand() *cobra.Command {
 				}
 				var out struct {
 					Turns []coordinator.TurnTrace `json:"turns"`
+					Next  string                  `json:"next"`
 				}
 				if err := c.call(ctx, "GET", path, nil, &out); err != nil {
 					return err
@@ -317,6 +321,9 @@ func traceCommand() *cobra.Command {
 				for _, t := range out.Turns {
 					printTurn(cmd, t)
 				}
+				if out.Next != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "older turns: --after %s\n", out.Next)
+				}
 				return nil
 			})
 		},
@@ -325,6 +332,7 @@ func traceCommand() *cobra.Command {
 	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
 	cmd.Flags().StringVar(&identity, "identity", "", "only this identity's turns")
 	cmd.Flags().IntVar(&limit, "limit", 100, "newest turns to show (1-1000)")
+	cmd.Flags().StringVar(&after, "after", "", "show the turns before this cursor (the one an earlier trace printed)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -172,6 +173,21 @@ func TestTurnTrace(t *testing.T) {
 	out, err := runCLI(t, nil, "trace", "--addr", strings.TrimPrefix(m.base, "http://"), "--identity", "alice", "chat-1")
 	if err != nil || !strings.Contains(out, "left out: max_entries") || !strings.Contains(out, "2 records injected earlier in the session, left out of the recall (dedup)") || !strings.Contains(out, "compaction reset") {
 		t.Errorf("memhost trace = %q, %v", out, err)
+	}
+	// A page at a time: the newest turn, then from its cursor the one
+	// before, which the CLI could not reach past --limit's 1000.
+	addr := strings.TrimPrefix(m.base, "http://")
+	newest, stderr, err := runCLIStderr(t, nil, "trace", "--addr", addr, "--identity", "alice", "--limit", "1", "chat-1")
+	cursor := regexp.MustCompile(`older turns: --after (\S+)`).FindStringSubmatch(stderr)
+	if err != nil || cursor == nil || strings.Count(newest, "identity alice") != 1 {
+		t.Fatalf("memhost trace --limit 1 = %q, %q, %v; want one turn and the older turns' cursor", newest, stderr, err)
+	}
+	older, _, err := runCLIStderr(t, nil, "trace", "--addr", addr, "--identity", "alice", "--limit", "1", "--after", cursor[1], "chat-1")
+	if err != nil || strings.Count(older, "identity alice") != 1 || older == newest || !strings.Contains(out, strings.TrimSpace(older)) {
+		t.Errorf("memhost trace --after = %q, %v; want the turn before %q", older, err, newest)
+	}
+	if _, stderr, err := runCLIStderr(t, nil, "trace", "--addr", addr, "--identity", "alice", "chat-1"); err != nil || strings.Contains(stderr, "--after") {
+		t.Errorf("memhost trace of every turn = %q, %v; want no cursor", stderr, err)
 	}
 }
 
