@@ -1202,6 +1202,7 @@ export interface operations {
         parameters: {
             query?: {
                 realm?: string;
+                /** @description the next of an earlier answer, passed unchanged (a place in the queue: it holds when the proposal it follows has been reviewed since); anything else is a 400 naming after */
                 after?: string;
                 limit?: number;
             };
