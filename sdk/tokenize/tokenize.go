@@ -49,7 +49,8 @@ import (
 // them, keeps the kana length mark in its kana run and cuts Thai, Lao,
 // Khmer and Myanmar runs into bigrams of units, and folds the listed
 // comparatives, superlatives and "dr" (baseForms); 5 folds fullwidth and
-// halfwidth forms and spells out the Latin ligatures (foldForms).
+// halfwidth forms and spells out the Latin ligatures (foldForms), and
+// leaves words over maxStemmedWord bytes unstemmed.
 const Version = 5
 
 // Tokens returns every term of s in order, repeats included. A term may
@@ -391,6 +392,11 @@ func stem(w string) string {
 			return w
 		}
 	}
+	if len(w) > maxStemmedWord {
+		// No English word: the stemmer, which rewrites the string at each
+		// step, takes time quadratic in such a run's length.
+		return w
+	}
 	if len(w) > maxCachedWord {
 		// No common word: caching it would let long words (a query of
 		// long letter runs) hold megabytes in a cache meant for a MiB.
@@ -431,6 +437,11 @@ var (
 )
 
 type stemmed struct{ word, stem string }
+
+// maxStemmedWord is the longest word stemmed, in bytes: longer than any
+// English word, and as long as the index keeps of a term
+// (index.MaxTermBytes), which a stem's suffix is past in a longer word.
+const maxStemmedWord = 64
 
 // maxCachedWord is the longest word the stem cache keeps, in bytes: longer
 // than any common English word, short enough that the cache's 16384 slots

@@ -204,7 +204,7 @@ func TestBaseForms(t *testing.T) {
 }
 
 // TestStemCacheKeepsNoLongWords: a word past maxCachedWord bytes is
-// stemmed as any other but never kept, so queries of long letter runs
+// stemmed as any other (up to maxStemmedWord) but never kept, so queries of long letter runs
 // cannot fill the cache's slots with megabytes (it held 300 MB in a
 // provider after a thousand recalls of one 64 KiB word each).
 func TestStemCacheKeepsNoLongWords(t *testing.T) {
@@ -220,7 +220,10 @@ func TestStemCacheKeepsNoLongWords(t *testing.T) {
 		{long(64 << 10), false},
 	} {
 		t.Run(fmt.Sprint(len(tc.word), " bytes"), func(t *testing.T) {
-			want := stemOf(tc.word)
+			want := tc.word // past maxStemmedWord: as it is
+			if len(tc.word) <= maxStemmedWord {
+				want = stemOf(tc.word)
+			}
 			for range 2 { // a miss, then what a second call finds
 				if got := stem(tc.word); got != want {
 					t.Fatalf("stem of a %d-byte word = %d bytes %.20q…, want %.20q…", len(tc.word), len(got), got, want)
@@ -251,6 +254,21 @@ func TestAllStopsWhereItsReaderStops(t *testing.T) {
 			if !slices.Equal(got, want[:n]) {
 				t.Errorf("the first %d terms of All(%q) = %q, want %q", n, s, got, want[:n])
 			}
+		}
+	}
+}
+
+// TestLongWordsAreNotStemmed: a run of letters past maxStemmedWord bytes
+// is no English word and stays as it is (the stemmer's time is quadratic
+// in a word's length, so a query of such runs cost seconds); a word up to
+// the limit is stemmed.
+func TestLongWordsAreNotStemmed(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{strings.Repeat("ay", 40) + "ing", strings.Repeat("ay", 40) + "ing"},
+		{strings.Repeat("ab", (maxStemmedWord-3)/2) + "ing", strings.Repeat("ab", (maxStemmedWord-3)/2)},
+	} {
+		if got := Tokens(tc.in); len(got) != 1 || got[0] != tc.want {
+			t.Errorf("Tokens(%d-byte word) = %q, want [%q]", len(tc.in), got, tc.want)
 		}
 	}
 }
