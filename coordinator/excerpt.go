@@ -86,18 +86,34 @@ func excerpt(body string, terms []string, limit int) (string, bool) {
 		return "", false // no sentence that holds a term fits
 	}
 	// Context: the untaken neighbours of taken pieces, one ring at a
-	// time (both sides of every passage before the next ring), while they
-	// fit.
-	for grew := true; grew; {
-		grew = false
-		ring := slices.Clone(taken)
-		for j := range pieces {
-			if !taken[j] && adjacentTaken(ring, j) && size+cost(j) <= limit-len(excerptGap) {
-				taken[j] = true
-				size += cost(j)
-				grew = true
+	// time (both sides of every passage before the next ring), in body
+	// order, while they fit. A piece that does not fit never will (size
+	// only grows), so a ring looks only beside the pieces the last one
+	// took: scanning every piece for each ring cost time quadratic in a
+	// body of many short sentences around one match.
+	var ring []int
+	for i, t := range taken {
+		if t {
+			ring = append(ring, i)
+		}
+	}
+	for len(ring) > 0 {
+		var next []int
+		seen := -1
+		for _, i := range ring {
+			for _, j := range [2]int{i - 1, i + 1} {
+				if j <= seen || j >= len(pieces) || taken[j] {
+					continue
+				}
+				seen = j
+				if size+cost(j) <= limit-len(excerptGap) {
+					taken[j] = true
+					size += cost(j)
+					next = append(next, j)
+				}
 			}
 		}
+		ring = next
 	}
 	var b strings.Builder
 	b.Grow(limit)
@@ -150,12 +166,6 @@ func endsLine(body string, end int) bool {
 	rest := body[end:]
 	space := strings.TrimLeftFunc(rest, unicode.IsSpace)
 	return len(space) == 0 || strings.ContainsAny(rest[:len(rest)-len(space)], "\n\r")
-}
-
-// adjacentTaken reports whether a piece beside j is taken, so context
-// grows outward from matches without leaving holes.
-func adjacentTaken(taken []bool, j int) bool {
-	return (j > 0 && taken[j-1]) || (j+1 < len(taken) && taken[j+1])
 }
 
 // sentences cuts body into pieces: sentences and lines, and a piece longer
