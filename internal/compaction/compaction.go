@@ -755,9 +755,21 @@ func quotedRuns(text string) func(at int) (open string, quoted bool) {
 			return "", true
 		}
 		line := text[runs[i].start:runs[i].body]
-		return line[:strings.IndexByte(line, ']')+1] + " (continued) ", true
+		mark := line[:strings.IndexByte(line, ']')+1]
+		if len(mark) > maxBlockMark {
+			// Each part of the block begins with it: a mark as long as
+			// the message made the parts' bytes quadratic in it (a
+			// 512 KiB message took 6.6 GB and 33 s of CPU). Cut, it
+			// still opens a block (classify.QuotedRun).
+			mark = sdk.CutText(mark, maxBlockMark-1) + "]"
+		}
+		return mark + " (continued) ", true
 	}
 }
+
+// maxBlockMark bounds the opening mark ("[tool call: search]", "[document]")
+// that quotedRuns repeats at the start of each part of a block.
+const maxBlockMark = 256
 
 // Forget deletes a conversation's summary, watermark and archive; the
 // next compaction starts from nothing. It forgets the state of the

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
@@ -89,6 +90,41 @@ func TestSplitPartsKeepTheirBlocksQuoted(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("standing instructions of the parts = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Each part of a split block begins with the block's opening mark; a mark
+// as long as the message (a "[tool call" line of 256 KiB) was repeated
+// whole in parts of 64 bytes of text each, so the parts' bytes were
+// quadratic in the message (512 KiB took 6.6 GB). Every part keeps to the
+// chunk size and still begins inside its block.
+func TestSplitPartsOfALongBlockMarkStayBounded(t *testing.T) {
+	const max = 8 << 10
+	for _, tc := range []struct{ name, mark string }{
+		{"a tool call", "[tool call: " + strings.Repeat("x", 64<<10) + "]"},
+		{"a block type", "[" + strings.Repeat("a", 64<<10) + "]"},
+		{"a multi-byte name", "[tool call: " + strings.Repeat("é", 32<<10) + "]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.mark + "\n" + strings.Repeat(" y\n", 40<<10)
+			parts := splitMessage(sdk.Message{Role: "user", Content: in}, max)
+			total := 0
+			for i, p := range parts {
+				total += len(p.Content)
+				if n := len(p.Role) + len(p.Content); n > max {
+					t.Fatalf("part %d of %d holds %d bytes, more than %d", i+1, len(parts), n, max)
+				}
+				if !utf8.ValidString(p.Content) {
+					t.Fatalf("part %d is not valid UTF-8", i+1)
+				}
+				if _, rest, _ := strings.Cut(p.Content, "\n"); i > 0 && !classify.QuotedRun(rest) {
+					t.Fatalf("part %d does not begin inside the block: %.80q", i+1, p.Content)
+				}
+			}
+			if total > 2*len(in) {
+				t.Fatalf("%d bytes were split into %d parts of %d bytes", len(in), len(parts), total)
 			}
 		})
 	}
