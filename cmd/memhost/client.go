@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,6 +64,20 @@ type apiClient struct {
 func (f *clientFlags) run(cmd *cobra.Command, fn func(ctx context.Context, c *apiClient) error) error {
 	ctx, cancel := commandContext(cmd, time.Minute)
 	defer cancel()
+	c, err := f.client(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return fn(ctx, c)
+}
+
+// runInterruptible calls fn with a client as run does, but with no
+// deadline on the whole: for a command whose work is long or streams
+// (each request keeps its own deadline), which an interrupt ends instead.
+func (f *clientFlags) runInterruptible(cmd *cobra.Command, fn func(ctx context.Context, c *apiClient) error) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
+	defer stop()
 	c, err := f.client(ctx)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"time"
 
 	"github.com/memhost/memhost/internal/httpapi"
@@ -39,59 +38,54 @@ command cancels the rebuild and leaves the old index in place.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// An interrupt cancels the rebuild (the old index stays) and,
 			// with --local, still stops the plugins cleanly.
-			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
-			defer stop()
-			c, err := f.client(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			// The rebuild's own deadline is the server's, which this
-			// command need not know; a server that stops answering (hung,
-			// or a proxy holding the connection) is met by a bound on the
-			// silence before and between lines instead, as a provider
-			// reports progress every 100 ms or so.
-			wctx, cancelWait := context.WithCancelCause(ctx)
-			defer cancelWait(nil)
-			silent := time.AfterFunc(requestDeadline, func() {
-				cancelWait(fmt.Errorf("%w (nothing for %s; the server may be overloaded or hung)", errNoAnswer, requestDeadline))
-			})
-			defer silent.Stop()
-			prog := newReindexProgress(cmd.ErrOrStderr())
-			var result *httpapi.ReindexResult
-			err = c.call(wctx, "POST", "/v1/admin/reindex", map[string]any{"realm": realm}, streamLines(func(line []byte) error {
-				silent.Reset(requestDeadline)
-				var l httpapi.ReindexLine
-				if err := json.Unmarshal(line, &l); err != nil {
-					return fmt.Errorf("the server answered a line that is not JSON: %w", err)
+			return f.runInterruptible(cmd, func(ctx context.Context, c *apiClient) error {
+				// The rebuild's own deadline is the server's, which this
+				// command need not know; a server that stops answering (hung,
+				// or a proxy holding the connection) is met by a bound on the
+				// silence before and between lines instead, as a provider
+				// reports progress every 100 ms or so.
+				wctx, cancelWait := context.WithCancelCause(ctx)
+				defer cancelWait(nil)
+				silent := time.AfterFunc(requestDeadline, func() {
+					cancelWait(fmt.Errorf("%w (nothing for %s; the server may be overloaded or hung)", errNoAnswer, requestDeadline))
+				})
+				defer silent.Stop()
+				prog := newReindexProgress(cmd.ErrOrStderr())
+				var result *httpapi.ReindexResult
+				err := c.call(wctx, "POST", "/v1/admin/reindex", map[string]any{"realm": realm}, streamLines(func(line []byte) error {
+					silent.Reset(requestDeadline)
+					var l httpapi.ReindexLine
+					if err := json.Unmarshal(line, &l); err != nil {
+						return fmt.Errorf("the server answered a line that is not JSON: %w", err)
+					}
+					switch {
+					case l.Error != nil:
+						return &callError{Status: 200, Code: l.Error.Code, Message: l.Error.Message}
+					case l.Progress != nil:
+						prog.set(l.Progress.Done, l.Progress.Total)
+					case l.Result != nil:
+						result = l.Result
+					}
+					return nil
+				}))
+				prog.finish()
+				if err != nil {
+					if ctx.Err() != nil && cmd.Context().Err() == nil {
+						return errors.New("reindex interrupted: the rebuild is canceled and the old index stays")
+					}
+					if cause := context.Cause(wctx); errors.Is(cause, errNoAnswer) {
+						// Closing the connection cancels the rebuild on a server
+						// that still hears it.
+						return fmt.Errorf("reindex gave up: memhost at %s: %w", c.addr(), cause)
+					}
+					return err
 				}
-				switch {
-				case l.Error != nil:
-					return &callError{Status: 200, Code: l.Error.Code, Message: l.Error.Message}
-				case l.Progress != nil:
-					prog.set(l.Progress.Done, l.Progress.Total)
-				case l.Result != nil:
-					result = l.Result
+				if result == nil {
+					return errors.New("the server ended its answer without a result; the reindex may not have finished")
 				}
+				fmt.Fprintf(cmd.OutOrStdout(), "reindexed %d records of realm %s in %.1f s\n", result.Reindexed, result.Realm, result.DurationMs/1000)
 				return nil
-			}))
-			prog.finish()
-			if err != nil {
-				if ctx.Err() != nil && cmd.Context().Err() == nil {
-					return errors.New("reindex interrupted: the rebuild is canceled and the old index stays")
-				}
-				if cause := context.Cause(wctx); errors.Is(cause, errNoAnswer) {
-					// Closing the connection cancels the rebuild on a server
-					// that still hears it.
-					return fmt.Errorf("reindex gave up: memhost at %s: %w", c.addr(), cause)
-				}
-				return err
-			}
-			if result == nil {
-				return errors.New("the server ended its answer without a result; the reindex may not have finished")
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "reindexed %d records of realm %s in %.1f s\n", result.Reindexed, result.Realm, result.DurationMs/1000)
-			return nil
+			})
 		},
 	}
 	f.register(cmd)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os/signal"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -70,19 +69,13 @@ for --after; --all follows the pages to the end.`,
 		Example: "  memhost proposals list --realm acme --diff\n  memhost proposals list --realm acme --all",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			list := func(ctx context.Context, c *apiClient) error { return o.list(ctx, cmd, c) }
 			if !o.all {
-				return f.run(cmd, func(ctx context.Context, c *apiClient) error { return o.list(ctx, cmd, c) })
+				return f.run(cmd, list)
 			}
 			// Page after page: no deadline on the whole, only on each
 			// request (as an export's), and an interrupt ends it.
-			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
-			defer stop()
-			c, err := f.client(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			return o.list(ctx, cmd, c)
+			return f.runInterruptible(cmd, list)
 		},
 	}
 	f.register(cmd)
