@@ -49,23 +49,38 @@ func newCursorSeal(key []byte) cursorSeal {
 // one length whatever the id's (padded to the longest id with zero
 // bytes, which no id holds), so neither says anything of the record.
 func (c cursorSeal) seal(realm, id string) string {
-	nonce := make([]byte, c.aead.NonceSize())
-	_, _ = rand.Read(nonce)
 	padded := make([]byte, sdk.MaxIDBytes)
 	copy(padded, id)
-	out := c.aead.Seal(nonce, nonce, padded, []byte(realm))
-	return sealedCursorPrefix + base64.RawURLEncoding.EncodeToString(out)
+	return c.sealBytes(padded, []byte(realm))
+}
+
+// sealBytes answers plain sealed under a fresh nonce, bound to ad, as a
+// cursor.
+func (c cursorSeal) sealBytes(plain, ad []byte) string {
+	nonce := make([]byte, c.aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	return sealedCursorPrefix + base64.RawURLEncoding.EncodeToString(c.aead.Seal(nonce, nonce, plain, ad))
+}
+
+// openBytes answers what sealBytes sealed in body, a cursor without its
+// prefix, if it was sealed bound to ad.
+func (c cursorSeal) openBytes(body string, ad []byte) ([]byte, error) {
+	data, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil || len(data) < c.aead.NonceSize() {
+		return nil, errCursor
+	}
+	plain, err := c.aead.Open(nil, data[:c.aead.NonceSize()], data[c.aead.NonceSize():], ad)
+	if err != nil {
+		return nil, errCursor
+	}
+	return plain, nil
 }
 
 var errCursor = errors.New("is not a cursor this host gave for the realm (pass the next of an earlier answer unchanged)")
 
 // open answers the id a sealed cursor holds.
 func (c cursorSeal) open(realm, cursor string) (string, error) {
-	data, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(cursor, sealedCursorPrefix))
-	if err != nil || len(data) < c.aead.NonceSize() {
-		return "", errCursor
-	}
-	padded, err := c.aead.Open(nil, data[:c.aead.NonceSize()], data[c.aead.NonceSize():], []byte(realm))
+	padded, err := c.openBytes(strings.TrimPrefix(cursor, sealedCursorPrefix), []byte(realm))
 	id := string(bytes.TrimRight(padded, "\x00"))
 	if err != nil || sdk.ValidateID(id) != nil {
 		return "", errCursor
@@ -81,10 +96,7 @@ func tracePlaceAD(realm string) []byte { return []byte("turn trace listing\x00" 
 // every caller: the place is a count of the host's traces of every realm,
 // which would tell one realm's application how busy the others are.
 func (c cursorSeal) sealPlace(realm string, place int64) string {
-	nonce := make([]byte, c.aead.NonceSize())
-	_, _ = rand.Read(nonce)
-	out := c.aead.Seal(nonce, nonce, binary.BigEndian.AppendUint64(nil, uint64(place)), tracePlaceAD(realm))
-	return sealedCursorPrefix + base64.RawURLEncoding.EncodeToString(out)
+	return c.sealBytes(binary.BigEndian.AppendUint64(nil, uint64(place)), tracePlaceAD(realm))
 }
 
 // openPlace answers the place a trace listing's cursor holds.
@@ -92,11 +104,7 @@ func (c cursorSeal) openPlace(realm, cursor string) (int64, error) {
 	if !strings.HasPrefix(cursor, sealedCursorPrefix) {
 		return 0, errCursor
 	}
-	data, err := base64.RawURLEncoding.DecodeString(cursor[len(sealedCursorPrefix):])
-	if err != nil || len(data) < c.aead.NonceSize() {
-		return 0, errCursor
-	}
-	plain, err := c.aead.Open(nil, data[:c.aead.NonceSize()], data[c.aead.NonceSize():], tracePlaceAD(realm))
+	plain, err := c.openBytes(cursor[len(sealedCursorPrefix):], tracePlaceAD(realm))
 	if err != nil || len(plain) != 8 {
 		return 0, errCursor
 	}
