@@ -92,6 +92,8 @@ func TestAnAbandonedRequestIsNoServerFailure(t *testing.T) {
 	if !strings.Contains(text, "request abandoned by its client") || strings.Contains(text, "[ERROR]") {
 		t.Errorf("the log does not say the client left, or says the server failed:\n%s", text)
 	}
+	// The request is counted after its line is logged.
+	awaitCounted(metrics, "POST /v1/recall", "499", "503")
 	if n := testutil.ToFloat64(metrics.requests.WithLabelValues("POST /v1/recall", "499")); n != 1 {
 		t.Errorf("requests counted 499 = %v, want 1", n)
 	}
