@@ -64,6 +64,8 @@ func BenchmarkDefangAdversarial(b *testing.B) {
 		// elements and ruby annotations that never close.
 		{"padded-references", fill("&#x" + strings.Repeat("0", 500))},
 		{"padded-references-before-marks", fill("&#x" + strings.Repeat("0", 500) + "defanged-mem-token ")},
+		// A marker every 26 bytes that every view finds again.
+		{"references-before-marks", fill("&#x0000defanged-mem-token ")},
 		{"padded-braces", fill(`\u{` + strings.Repeat("0", 500))},
 		// Numbers no semicolon ends, each read at every length.
 		{"open-numbers", fill("&#x6de6d6d&#1091091")},

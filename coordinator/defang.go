@@ -337,9 +337,15 @@ func (d *Defanger) plan(s string) []edit {
 	}
 	var tags []edit
 	last := 0
-	for _, h := range hits {
+	for i, h := range hits {
 		if h.p == headerPattern {
 			lines = append(lines, h.line)
+			continue
+		}
+		// Each view finds a marker again (ten times, for a reference
+		// the views decode alike); the first of a span decides for all,
+		// so the escape reading before it is paid once.
+		if i > 0 && hits[i-1].p == h.p && hits[i-1].start == h.start && hits[i-1].end == h.end {
 			continue
 		}
 		if h.start < last || (h.p == tokenPattern && defangedAt(s, h.start, h.end)) {
