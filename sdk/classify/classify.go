@@ -342,10 +342,20 @@ var markerTerms = func() map[string]bool {
 // ("answer in French", "reply with bullet points").
 var prepositions = []string{"in", "with", "using", "as", "to", "into", "at"}
 
+// maxTopicTerms bounds a topic to its instruction's first distinct words:
+// enough to tell one rule from another, and it keeps weighing two
+// instructions cheap however long either is.
+const maxTopicTerms = 64
+
 func topicOf(sentences []string) (topic []string, slot string) {
+	seen := map[string]bool{}
 	for _, s := range sentences {
 		for _, t := range tokenize.Terms(s) {
-			if !markerTerms[t] && !slices.Contains(topic, t) {
+			if len(topic) == maxTopicTerms {
+				break
+			}
+			if !markerTerms[t] && !seen[t] {
+				seen[t] = true
 				topic = append(topic, t)
 			}
 		}
@@ -369,13 +379,16 @@ func topicOf(sentences []string) (topic []string, slot string) {
 // French" after "always answer in French"), a directive that reverses a
 // retraction about the same thing, or a directive that fills the same slot
 // with another value ("answer in English" after "answer in French").
-func Retires(newer, older Message) bool {
+func Retires(newer, older Message) bool { return retires(newer, older, termSet(older.topic)) }
+
+// retires is Retires with the older instruction's topic as a set.
+func retires(newer, older Message, olderTopic map[string]bool) bool {
 	if newer.Class != Instruction || older.Class != Instruction || len(newer.topic) == 0 {
 		return false
 	}
 	shared := 0
 	for _, t := range newer.topic {
-		if slices.Contains(older.topic, t) {
+		if olderTopic[t] {
 			shared++
 		}
 	}
@@ -385,18 +398,38 @@ func Retires(newer, older Message) bool {
 	return !newer.Retraction && newer.slot != "" && newer.slot == older.slot && shared < len(newer.topic)
 }
 
+func termSet(terms []string) map[string]bool {
+	set := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		set[t] = true
+	}
+	return set
+}
+
+// maxWeighed bounds the instructions Retired weighs against each other to
+// the latest ones, as every pair is weighed: a conversation of thousands
+// of rules would otherwise cost minutes. Earlier ones stand as said.
+const maxWeighed = 512
+
 // Retired reports, for instructions in the order they were said, which
 // ones a later one withdrew or replaced, and which retractions did their
 // work (withdrew something) and need not stand either. Messages of other
-// classes are never retired.
+// classes are never retired; of the instructions, the latest maxWeighed
+// are weighed.
 func Retired(kinds []Message) []bool {
 	dropped := make([]bool, len(kinds))
+	var weighed []int
 	for i := range kinds {
-		if kinds[i].Class != Instruction {
-			continue
+		if kinds[i].Class == Instruction {
+			weighed = append(weighed, i)
 		}
-		for j := range i {
-			if !dropped[j] && Retires(kinds[i], kinds[j]) {
+	}
+	weighed = weighed[max(0, len(weighed)-maxWeighed):]
+	topics := make([]map[string]bool, len(weighed))
+	for n, i := range weighed {
+		topics[n] = termSet(kinds[i].topic)
+		for m, j := range weighed[:n] {
+			if !dropped[j] && retires(kinds[i], kinds[j], topics[m]) {
 				dropped[j] = true
 				if kinds[i].Retraction {
 					dropped[i] = true

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -107,4 +108,54 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("Sentences(%q) = %q, which lose or add text", text, ss)
 		}
 	})
+}
+
+// A topic is its instruction's first maxTopicTerms distinct words, so
+// weighing two instructions costs the same however long they are.
+func TestTopicIsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("Always keep")
+	for i := range 3 * maxTopicTerms {
+		fmt.Fprintf(&b, " word%d", i)
+	}
+	topic := Classify("user", b.String()).Topic()
+	if len(topic) != maxTopicTerms || topic[0] != "keep" || topic[1] != "word0" {
+		t.Fatalf("topic of %d words starts %q: want the first %d", len(topic), topic[:min(3, len(topic))], maxTopicTerms)
+	}
+}
+
+// Retired weighs the latest maxWeighed instructions: a retraction reaches
+// a rule that many instructions back and no further.
+func TestRetiredWeighsTheLatest(t *testing.T) {
+	for _, c := range []struct {
+		between int
+		retired bool
+	}{{0, true}, {maxWeighed - 2, true}, {maxWeighed - 1, false}, {3 * maxWeighed, false}} {
+		kinds := []Message{Classify("user", "Always answer in French.")}
+		for i := range c.between {
+			kinds = append(kinds, Classify("user", fmt.Sprintf("Always include ticket %d.", i)))
+		}
+		kinds = append(kinds, Classify("user", "Stop answering in French."))
+		dropped := Retired(kinds)
+		if dropped[0] != c.retired || dropped[len(kinds)-1] != c.retired {
+			t.Errorf("%d instructions between: rule retired %v, retraction spent %v; want %v", c.between, dropped[0], dropped[len(kinds)-1], c.retired)
+		}
+		if slices.Contains(dropped[1:len(kinds)-1], true) {
+			t.Errorf("%d instructions between: an unrelated one was retired", c.between)
+		}
+	}
+}
+
+// BenchmarkStandingManyRules: a conversation of 16,000 rules, each
+// sharing a word with every other; its cost grows with its length only.
+func BenchmarkStandingManyRules(b *testing.B) {
+	var c strings.Builder
+	for i := range 8000 {
+		fmt.Fprintf(&c, "Always foo a%d b%d c%d. Stop foo x%d y%d z%d. ", i, i, i, i, i, i)
+	}
+	said := []Said{{"user", c.String()}}
+	b.SetBytes(int64(c.Len()))
+	for b.Loop() {
+		Standing(said)
+	}
 }
