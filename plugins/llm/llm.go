@@ -81,6 +81,11 @@ var errNoContent = errors.New("no choice with message content")
 // ErrEmptyOutput: the model answered no summary text.
 var ErrEmptyOutput = errors.New("the model answered an empty summary")
 
+// ErrCutShort: the model stopped before it finished the summary (at its
+// max_tokens, or by a content filter): the rest of what it would have
+// kept is lost, so the summary is refused rather than stored.
+var ErrCutShort = errors.New("the model stopped before the summary was finished")
+
 func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return sdk.Message{}, ctxError(err)
@@ -148,23 +153,53 @@ type apiError struct {
 }
 
 func (c *Compactor) complete(ctx context.Context, cfg *settings, req sdk.CompactRequest, limit int) (string, error) {
-	return c.chat(ctx, cfg, Prompt(req, limit), cfg.maxTokens, req.IdempotencyKey)
+	text, finish, err := c.chatFinish(ctx, cfg, Prompt(req, limit), cfg.maxTokens, req.IdempotencyKey)
+	if err != nil {
+		return "", err
+	}
+	// A summary the model was stopped in the middle of is not the summary:
+	// stored, it would advance the host's watermark over messages whose
+	// account was cut off, and a rolling summary loses its older part for
+	// good.
+	switch finish {
+	case "length":
+		return "", cutShort{fmt.Sprintf("llm: %s stopped at max_tokens (%d) before the summary was finished; raise max_tokens", cfg.endpoint, cfg.maxTokens), sdk.ErrTooLarge}
+	case "content_filter":
+		return "", cutShort{fmt.Sprintf("llm: %s withheld part of the summary (finish_reason %q)", cfg.endpoint, finish), sdk.ErrInvalid}
+	}
+	return text, nil
 }
+
+// cutShort is an answer the model was stopped in: ErrCutShort, with the
+// code the host answers.
+type cutShort struct {
+	msg  string
+	code error
+}
+
+func (e cutShort) Error() string   { return e.msg }
+func (e cutShort) Unwrap() []error { return []error{ErrCutShort, e.code} }
 
 // chat sends one chat completions request and answers the first choice's
 // trimmed content; idempotencyKey, when set, is sent as a header.
 func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMessage, maxTokens int, idempotencyKey string) (string, error) {
+	text, _, err := c.chatFinish(ctx, cfg, messages, maxTokens, idempotencyKey)
+	return text, err
+}
+
+// chatFinish is chat, answering the choice's finish_reason too.
+func (c *Compactor) chatFinish(ctx context.Context, cfg *settings, messages []chatMessage, maxTokens int, idempotencyKey string) (string, string, error) {
 	body, err := json.Marshal(chatRequest{
 		Model: cfg.model, Messages: messages, MaxTokens: maxTokens, Temperature: cfg.temperature,
 	})
 	if err != nil {
-		return "", fmt.Errorf("llm: encode request: %w", err)
+		return "", "", fmt.Errorf("llm: encode request: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return "", fmt.Errorf("llm: %v: %w", err, sdk.ErrInvalid)
+		return "", "", fmt.Errorf("llm: %v: %w", err, sdk.ErrInvalid)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
@@ -177,28 +212,28 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 	resp, err := c.client.Do(hreq)
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("llm: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, ctxError(ctx.Err()))
+			return "", "", fmt.Errorf("llm: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, ctxError(ctx.Err()))
 		}
 		// Redacted as the answer is: a TLS error quotes the names the
 		// endpoint's certificate holds.
-		return "", fmt.Errorf("llm: %s: %s: %w", cfg.endpoint, endpoint.Redact(endpoint.TransportCause(err).Error(), cfg.apiKey), sdk.ErrUnavailable)
+		return "", "", fmt.Errorf("llm: %s: %s: %w", cfg.endpoint, endpoint.Redact(endpoint.TransportCause(err).Error(), cfg.apiKey), sdk.ErrUnavailable)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("llm: reading the answer of %s: %w", cfg.endpoint, ctxError(ctx.Err()))
+			return "", "", fmt.Errorf("llm: reading the answer of %s: %w", cfg.endpoint, ctxError(ctx.Err()))
 		}
-		return "", fmt.Errorf("llm: reading the answer of %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
+		return "", "", fmt.Errorf("llm: reading the answer of %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
 	}
 	if len(data) > maxResponseBytes {
-		return "", fmt.Errorf("llm: the answer of %s is over %d bytes: %w", cfg.endpoint, maxResponseBytes, sdk.ErrUnavailable)
+		return "", "", fmt.Errorf("llm: the answer of %s is over %d bytes: %w", cfg.endpoint, maxResponseBytes, sdk.ErrUnavailable)
 	}
 	if resp.StatusCode/100 == 3 {
-		return "", redirectError(cfg, resp)
+		return "", "", redirectError(cfg, resp)
 	}
 	if resp.StatusCode/100 != 2 {
-		return "", statusError(cfg, resp.StatusCode, data)
+		return "", "", statusError(cfg, resp.StatusCode, data)
 	}
 	// Errors quote the answer, and the host logs them and answers them to
 	// the client: an endpoint that echoes the request's Authorization
@@ -207,24 +242,24 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 	shown := endpoint.Redact(fmt.Sprintf("%.200q", data), cfg.apiKey)
 	var out chatResponse
 	if err := json.Unmarshal(data, &out); err != nil {
-		return "", fmt.Errorf("llm: %s answered malformed JSON: %s: %w", cfg.endpoint, shown, sdk.ErrUnavailable)
+		return "", "", fmt.Errorf("llm: %s answered malformed JSON: %s: %w", cfg.endpoint, shown, sdk.ErrUnavailable)
 	}
 	if len(out.Choices) == 0 && len(out.Error) > 0 && string(out.Error) != "null" {
 		// A failure answered with 200, as gateways relay an upstream's:
 		// the endpoint's to retry, not an empty answer worth a repair.
-		return "", fmt.Errorf("llm: %s answered an error: %s: %w", cfg.endpoint, errorMessage(cfg, data), sdk.ErrUnavailable)
+		return "", "", fmt.Errorf("llm: %s answered an error: %s: %w", cfg.endpoint, errorMessage(cfg, data), sdk.ErrUnavailable)
 	}
 	if len(out.Choices) == 0 || out.Choices[0].Message.Content == nil {
-		return "", fmt.Errorf("llm: %s answered %s: %w", cfg.endpoint, shown, errNoContent)
+		return "", "", fmt.Errorf("llm: %s answered %s: %w", cfg.endpoint, shown, errNoContent)
 	}
 	text := strings.TrimSpace(*out.Choices[0].Message.Content)
 	if !visible(text) {
-		return "", fmt.Errorf("llm: %s (finish_reason %q): %w", cfg.endpoint, out.Choices[0].FinishReason, ErrEmptyOutput)
+		return "", "", fmt.Errorf("llm: %s (finish_reason %q): %w", cfg.endpoint, out.Choices[0].FinishReason, ErrEmptyOutput)
 	}
 	if !utf8.ValidString(text) {
-		return "", fmt.Errorf("llm: %s answered invalid UTF-8", cfg.endpoint)
+		return "", "", fmt.Errorf("llm: %s answered invalid UTF-8", cfg.endpoint)
 	}
-	return text, nil
+	return text, out.Choices[0].FinishReason, nil
 }
 
 // redirectError is a 3xx answer, which the plugin does not follow. It names

@@ -187,3 +187,34 @@ func TestUnreachableEndpointIsNamedOnce(t *testing.T) {
 		t.Errorf("error %v, want an outage naming %s once", err, srv.URL)
 	}
 }
+
+// A summary the model was stopped in the middle of (at max_tokens, or by
+// a content filter) is refused: stored, it would advance the host's
+// watermark over messages whose account was cut off. One finished as
+// usual is kept.
+func TestSummaryCutShortIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		finish  string
+		refused error
+	}{
+		{"length", sdk.ErrTooLarge},
+		{"content_filter", sdk.ErrInvalid},
+		{"stop", nil},
+		{"", nil},
+	} {
+		t.Run(tc.finish, func(t *testing.T) {
+			srv := hostileServer(t, 200, fmt.Sprintf(`{"choices":[{"message":{"content":"The user asked to deploy A on Friday and"},"finish_reason":%q}]}`, tc.finish))
+			c := hostileCompactor(t, srv)
+			art, err := c.Compact(context.Background(), request("", nil, "deploy A on Friday and never touch prod"))
+			if tc.refused == nil {
+				if err != nil || art.Content == "" {
+					t.Fatalf("artifact %q, error %v; want the summary", art.Content, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrCutShort) || !errors.Is(err, tc.refused) {
+				t.Fatalf("artifact %q, error %v; want the summary refused as cut short (%v)", art.Content, err, tc.refused)
+			}
+		})
+	}
+}
