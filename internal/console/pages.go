@@ -323,9 +323,17 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 	http.Redirect(w, r, Prefix+"/proposals?realm="+url.QueryEscape(realm), http.StatusSeeOther)
 }
 
+// tracesPage is how many traced sessions a page of the traces page shows.
+const tracesPage = 200
+
 func (c *Console) traces(w http.ResponseWriter, r *http.Request, s *session) {
 	realm := c.realm(r, s)
+	api := url.Values{"realm": {realm}, "limit": {strconv.Itoa(tracesPage)}}
+	if a := r.URL.Query().Get("after"); a != "" {
+		api.Set("after", a)
+	}
 	var list struct {
+		Next     string `json:"next"`
 		Sessions []struct {
 			Identity string    `json:"identity"`
 			Session  string    `json:"session"`
@@ -334,11 +342,11 @@ func (c *Console) traces(w http.ResponseWriter, r *http.Request, s *session) {
 			Last     time.Time `json:"last"`
 		} `json:"sessions"`
 	}
-	if err := c.call(r.Context(), s, "GET", "/v1/traces?limit=200&realm="+url.QueryEscape(realm), &list); err != nil {
+	if err := c.call(r.Context(), s, "GET", "/v1/traces?"+api.Encode(), &list); err != nil {
 		c.fail(w, r, s, "traces", err)
 		return
 	}
-	c.render(w, r, s, "traces", map[string]any{"Sessions": list.Sessions})
+	c.render(w, r, s, "traces", map[string]any{"Sessions": list.Sessions, "Next": list.Next})
 }
 
 func (c *Console) trace(w http.ResponseWriter, r *http.Request, s *session) {
