@@ -109,6 +109,11 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 	if q.Get("q") != "" && q.Get("after") != "" {
 		return &sdk.FieldError{Field: "after", Problem: "a search (q) answers its best matches in one page; leave after out, or raise limit", Err: sdk.ErrInvalid}
 	}
+	// A search is the provider's recall, which holds active records only:
+	// another status would answer an empty page, as if nothing matched.
+	if q.Get("q") != "" && f.status != "" && f.status != sdk.StatusActive {
+		return &sdk.FieldError{Field: "status", Problem: "a search (q) finds active records only; leave status out, or leave q out to list " + string(f.status) + " records", Err: sdk.ErrInvalid}
+	}
 	type item struct {
 		Record sdk.Record `json:"record"`
 		Score  float64    `json:"score,omitempty"`

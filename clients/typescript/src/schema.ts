@@ -15,7 +15,8 @@ export interface paths {
          * List or search a realm's records (application callers only)
          * @description With `q`, the realm's own recall over `scope` (active records, best first, with scores)
          *     in one answer: the best `limit` matches (at most 100), `next` empty, and `after` refused
-         *     (400 naming `after`); without, every status in id order, a page at a time (`next` is the cursor for `after`,
+         *     (400 naming `after`), and a `status` other than `active` refused (400 naming `status`); without,
+         *     every status in id order, a page at a time (`next` is the cursor for `after`,
          *     empty after the last page). The filters apply to both.
          */
         get: operations["listRecords"];
@@ -954,6 +955,7 @@ export interface operations {
                 q?: string;
                 kind?: "preference" | "fact" | "gotcha" | "procedure" | "relationship" | "open_loop" | "reference" | "episode";
                 tag?: string;
+                /** @description with q, active only (a search finds active records; another status is refused) */
                 status?: "active" | "superseded" | "quarantined" | "tombstoned";
                 trust?: "untrusted" | "agent_observed" | "agent_verified" | "application" | "operator";
                 /** @description updated at or after (RFC 3339) */
