@@ -28,7 +28,7 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 		return sdk.ImportResult{}, err
 	}
 	res, err := st.importRecords(ctx, realm, records)
-	return res, sdk.StorageError(err)
+	return res, storageError(err)
 }
 
 func (s *store) export(realm, after string, limit int) sdk.ExportPage {

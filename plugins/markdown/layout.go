@@ -104,7 +104,7 @@ func ensureDir(root, rel string) error {
 		fi, err := os.Lstat(cur)
 		if errors.Is(err, fs.ErrNotExist) {
 			if err := os.Mkdir(cur, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("markdown: create %s: %w", cur, err)
+				return fmt.Errorf("markdown: create %s: %w", cur, sdk.FileProblem(err))
 			}
 			if err := syncDir(parent); err != nil {
 				return fmt.Errorf("markdown: sync %s: %w", parent, err)

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -236,7 +237,7 @@ func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Rec
 		// on the edited record.
 		ids, err = st.remember(ctx, realm, records)
 	}
-	return ids, sdk.StorageError(err)
+	return ids, storageError(err)
 }
 
 // Get answers the records with ids, any status, in the order asked.
@@ -264,7 +265,7 @@ func (p *Provider) Forget(ctx context.Context, realm string, ids []string) (int,
 		return 0, err
 	}
 	n, err := st.forget(realm, ids)
-	return n, sdk.StorageError(err)
+	return n, storageError(err)
 }
 
 // Supersede stores replacement (Supersedes = oldID) and marks the old
@@ -278,7 +279,23 @@ func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replaceme
 	if errors.Is(err, errFileChanged) {
 		id, err = st.supersede(ctx, realm, oldID, replacement)
 	}
-	return id, sdk.StorageError(err)
+	return id, storageError(err)
+}
+
+// storageError is sdk.StorageError for the markdown tree: a file or
+// directory the plugin's user may not write (EACCES, EPERM) is, like a
+// read-only mount, the operator's to fix while reads keep working, so it
+// is read_only rather than an internal failure. The plugin's own refusal
+// to write through a link (sdk.ErrPermission) is not the file system's.
+func storageError(err error) error {
+	err = sdk.StorageError(err)
+	if err == nil || errors.Is(err, sdk.ErrNoSpace) || errors.Is(err, sdk.ErrReadOnly) || errors.Is(err, sdk.ErrPermission) {
+		return err
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w: %w", err, sdk.ErrReadOnly)
+	}
+	return err
 }
 
 var (

@@ -82,7 +82,7 @@ func (p *Provider) PutVectors(ctx context.Context, realm string, vecs []sdk.Reco
 		return err
 	}
 	if err := st.putVectors(realm, vecs); err != nil {
-		return fmt.Errorf("markdown: put vectors: %w", err)
+		return storageError(fmt.Errorf("markdown: put vectors: %w", err))
 	}
 	return nil
 }
