@@ -842,7 +842,12 @@ func TestReplicaLoadOnAPoolOfOne(t *testing.T) {
 // machine's speed: cut at a fixed time, a reload slowed by a loaded
 // machine was not counted yet (the replica's position, of the old
 // numbering, was past the new head, so settled did not wait for it), and
-// the test reported no load at all.
+// the test reported no load at all. The restore puts the log's horizon
+// back with its changes, as a real one does, under the trim lock: a trim
+// landing between lowering the grace and a restore of the changes alone
+// had raised the horizon to the replica's position, so the log still
+// ended where the replica did and it never reloaded (the test waited a
+// minute for a load).
 func TestReplicaRewoundReloadKeepsItsChanges(t *testing.T) {
 	shortTrimGrace(t, time.Hour)
 	schema := schemaFor(t.Name())
@@ -854,8 +859,9 @@ func TestReplicaRewoundReloadKeepsItsChanges(t *testing.T) {
 	if _, err := a.Remember(ctx, realm, []sdk.Record{note("first", "first note")}); err != nil {
 		t.Fatal(err)
 	}
-	var kept int64
-	if err := db.QueryRow(ctx, "SELECT max(seq) FROM changes").Scan(&kept); err != nil {
+	// The backup: the log's head and horizon after the first write.
+	var kept, keptHorizon int64
+	if err := db.QueryRow(ctx, "SELECT (SELECT max(seq) FROM changes), trimmed FROM change_horizon").Scan(&kept, &keptHorizon); err != nil {
 		t.Fatal(err)
 	}
 	recs := make([]sdk.Record, 200)
@@ -872,9 +878,9 @@ func TestReplicaRewoundReloadKeepsItsChanges(t *testing.T) {
 	if !b.replica.waitApplied(ctx, head, time.Now().Add(time.Minute)) {
 		t.Fatal("the replica did not apply the writes within a minute")
 	}
-	time.Sleep(200 * time.Millisecond) // its row holds the head
+	waitRowAt(t, db, b, head)
 	// A restore: the changes after kept are gone, their numbers handed
-	// out again. The reload, once its row says it loads, has records
+	// out again, and the horizon is the backup's. The reload, once its row says it loads, has records
 	// written, and goes on until some of their changes are past the
 	// grace and a trim has run: a trimmer going by the old pin takes
 	// them. Its loads are counted from before the restore: the replica
@@ -901,16 +907,59 @@ func TestReplicaRewoundReloadKeepsItsChanges(t *testing.T) {
 	loadHook.Store(&hold)
 	t.Cleanup(func() { loadHook.Store(nil) })
 	before := b.replica.loads.Load()
-	for _, q := range []string{"DELETE FROM changes WHERE seq > $1", "SELECT setval(pg_get_serial_sequence('changes', 'seq'), $1)"} {
-		if _, err := db.Exec(ctx, q, kept); err != nil {
-			t.Fatal(err)
-		}
-	}
+	restoreLog(t, db, kept, keptHorizon)
 	waitLoads(t, b, before+1)
 	stopWriting()
 	settled(t, b)
 	if n := b.replica.loads.Load() - before; n != 1 {
 		t.Errorf("the replica loaded %d times after the log went back; want once", n)
+	}
+}
+
+// waitRowAt waits until s's replicas row holds the log at pos.
+func waitRowAt(t *testing.T, db *pgxpool.Pool, s *Store, pos int64) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var applied int64
+		err := db.QueryRow(context.Background(), "SELECT applied FROM replicas WHERE name = $1", s.replica.name).Scan(&applied)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		if err == nil && applied == pos {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica's row did not hold the log at %d within a minute", pos)
+		}
+	}
+}
+
+// restoreLog rewinds the change log as a restore of a backup taken when
+// kept was its head and horizon its horizon does: the changes after kept
+// are gone, their numbers handed out again, and the horizon is the
+// backup's. It holds the trim lock, so that no trim runs between its
+// statements or lands after them from an older snapshot.
+func restoreLog(t *testing.T, db *pgxpool.Pool, kept, horizon int64) {
+	t.Helper()
+	ctx := context.Background()
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{"SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))", []any{trimLockKey}},
+			{"DELETE FROM changes WHERE seq > $1", []any{kept}},
+			{"UPDATE change_horizon SET trimmed = $1", []any{horizon}},
+			{"SELECT setval(pg_get_serial_sequence('changes', 'seq'), $1)", []any{kept}},
+		} {
+			if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
