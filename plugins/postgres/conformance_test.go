@@ -17,7 +17,7 @@ import (
 func conformanceTarget() conformance.Target {
 	return conformance.Target{
 		Config: func(dir string) json.RawMessage {
-			return configJSON(schemaFor(dir), "replica", map[string]any{"read_wait": "10s"})
+			return configJSON(schemaName(dir), "replica", map[string]any{"read_wait": "10s"})
 		},
 		BadConfigs: []json.RawMessage{
 			json.RawMessage(`{"dsn_env": "MEMHOST_NO_SUCH_VARIABLE_SET"}`),

@@ -15,7 +15,7 @@ import (
 // write's insert (which found it) and its read of it. The write stores
 // the record anew; it used to fail with "no rows in result set".
 func TestDuplicateOfACopyForgottenMeanwhile(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	b := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	ctx := context.Background()

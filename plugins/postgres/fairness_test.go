@@ -26,7 +26,7 @@ func TestARealmsFloodDoesNotQueueInFrontOfAnother(t *testing.T) {
 	watch, trim := schemaWatchInterval, heartbeatInterval
 	t.Cleanup(func() { schemaWatchInterval, heartbeatInterval = watch, trim })
 	schemaWatchInterval, heartbeatInterval = time.Hour, time.Hour
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	s := openStoreWith(t, configJSON(schema, "pool_size", conns, "replica", sqlOnly))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk/conformance"
@@ -35,7 +36,7 @@ var testDB struct {
 
 // testDSN answers the connection string of the test process's database on
 // the shared cluster and exports it as testDSNEnv; tests keep apart by
-// schema (testSchema).
+// schema (schemaFor).
 func testDSN(tb testing.TB) string {
 	tb.Helper()
 	c := pgtest.Shared(tb)
@@ -54,10 +55,46 @@ func testDSN(tb testing.TB) string {
 	return testDB.dsn
 }
 
-// schemaFor names a schema of its own for key (a test name, a directory).
-func schemaFor(key string) string {
+// schemaName names a schema of its own for key (a test name, a directory).
+func schemaName(key string) string {
 	h := sha256.Sum256([]byte(key))
 	return "t_" + hex.EncodeToString(h[:10])
+}
+
+// schemas holds which test took each schema name last.
+var schemas struct {
+	sync.Mutex
+	taker map[string]testing.TB
+}
+
+// schemaFor names tb's schema for key (its name, with a suffix for a
+// second one). A test run again in the same process (-count) starts on
+// an empty schema: what an earlier run of it left there is dropped, or
+// that run's records, changes and altered constraints met the next.
+func schemaFor(tb testing.TB, key string) string {
+	tb.Helper()
+	name := schemaName(key)
+	schemas.Lock()
+	defer schemas.Unlock()
+	if schemas.taker == nil {
+		schemas.taker = map[string]testing.TB{}
+	}
+	prev, taken := schemas.taker[name]
+	schemas.taker[name] = tb
+	if !taken || prev == tb {
+		return name
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, testDSN(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+		tb.Fatal(err)
+	}
+	return name
 }
 
 func configJSON(schema string, extra ...any) json.RawMessage {

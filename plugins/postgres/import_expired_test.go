@@ -13,7 +13,7 @@ import (
 // such a pair), keeps the content recallable: the expired holder takes
 // the later copy's expiry, as a write's duplicate does.
 func TestImportOfContentAnExpiredCopyHolds(t *testing.T) {
-	s := openStoreWith(t, configJSON(schemaFor(t.Name()), "replica", sqlOnly))
+	s := openStoreWith(t, configJSON(schemaFor(t, t.Name()), "replica", sqlOnly))
 	ctx := context.Background()
 	now := time.Now()
 	imported := func(id string, expires time.Time) sdk.Record {

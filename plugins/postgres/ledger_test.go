@@ -16,7 +16,7 @@ import (
 // store once took a negative byte count), and a refused batch writes
 // nothing.
 func TestWriteLedgerRefusesBadEntries(t *testing.T) {
-	s := openStore(t, schemaFor(t.Name()))
+	s := openStore(t, schemaFor(t, t.Name()))
 	ctx := context.Background()
 	good := sdk.LedgerEntry{Realm: "default", Identity: "alice", Session: "s", RecordID: "r1", Surface: "turn", Bytes: 10}
 	cases := []struct {
@@ -52,7 +52,7 @@ func TestWriteLedgerRefusesBadEntries(t *testing.T) {
 // and drops those older than ledger_retention_hours, as rows are written.
 func TestLedgerIsBounded(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	s := openStoreWith(t, configJSON(schemaFor(t.Name()), "ledger_max_rows", 50, "ledger_retention_hours", 2),
+	s := openStoreWith(t, configJSON(schemaFor(t, t.Name()), "ledger_max_rows", 50, "ledger_retention_hours", 2),
 		func(s *Store) { s.now = func() time.Time { return now } })
 	ctx := context.Background()
 	next := 0
@@ -121,7 +121,7 @@ func countOf(t *testing.T, s *Store, query string, args ...any) int {
 // an outside review).
 func TestLedgerFutureRowHoldsNoRetentionBack(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	s := openStoreWith(t, configJSON(schemaFor(t.Name()), "ledger_max_rows", 1000, "ledger_retention_hours", 2),
+	s := openStoreWith(t, configJSON(schemaFor(t, t.Name()), "ledger_max_rows", 1000, "ledger_retention_hours", 2),
 		func(s *Store) { s.now = func() time.Time { return now } })
 	ctx := context.Background()
 	if err := s.WriteLedger(ctx, []sdk.LedgerEntry{ledgerEntryAt("future", now.Add(365*24*time.Hour))}); err != nil {
@@ -148,7 +148,7 @@ func TestLedgerFutureRowHoldsNoRetentionBack(t *testing.T) {
 // once locked its whole front window, a thousand rows it kept, each lock a
 // WAL record; found by an outside review).
 func TestLedgerTrimLocksOnlyWhatItDeletes(t *testing.T) {
-	s := openStoreWith(t, configJSON(schemaFor(t.Name()), "ledger_max_rows", 1500))
+	s := openStoreWith(t, configJSON(schemaFor(t, t.Name()), "ledger_max_rows", 1500))
 	ctx := context.Background()
 	for b := range 2 {
 		var batch []sdk.LedgerEntry

@@ -33,7 +33,7 @@ func TestThroughPgBouncer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(bouncerDSNEnv, b.DSN(pc.Database))
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	cfg := func(extra string) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"dsn_env": %q, "schema": %q, "pool_size": 8, "statement_timeout": "4s"%s}`, bouncerDSNEnv, schema, extra))
 	}

@@ -133,7 +133,7 @@ func TestConnectFailureIsUnavailable(t *testing.T) {
 // migrated exactly once.
 func TestConcurrentMigrations(t *testing.T) {
 	testDSN(t)
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	const hosts = 8
 	errs := make(chan error, hosts)
 	var wg sync.WaitGroup
@@ -173,7 +173,7 @@ func TestSchemaRefusals(t *testing.T) {
 		{"newer version", "CREATE SCHEMA %[1]s; CREATE TABLE %[1]s.schema_migrations (version int PRIMARY KEY, applied_at timestamptz); INSERT INTO %[1]s.schema_migrations VALUES (99, now())", "upgrade the plugin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			schema := schemaFor(t.Name())
+			schema := schemaFor(t, t.Name())
 			db := rawPool(t, "public")
 			if _, err := db.Exec(ctx, fmt.Sprintf(tc.setup, schema)); err != nil {
 				t.Fatal(err)
@@ -269,7 +269,7 @@ func TestConcurrentWritersOnTwoPlugins(t *testing.T) {
 		t.Skip("builds the plugin binary")
 	}
 	testDSN(t)
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	cfg := configJSON(schema)
 	_, a := launchPlugin(t, cfg)
 	_, b := launchPlugin(t, cfg)
@@ -348,7 +348,7 @@ func TestConcurrentWritersOnTwoPlugins(t *testing.T) {
 // TestIndexStaysExact drives every write path (duplicates, expiry revival,
 // supersede, forget, quarantined writes) and checks the index after each.
 func TestIndexStaysExact(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s := openStore(t, schema, func(s *Store) { s.now = func() time.Time { return now } })
 	db := rawPool(t, schema)
@@ -411,7 +411,7 @@ func TestScoresAreBM25(t *testing.T) {
 }
 
 func testScoresAreBM25(t *testing.T, path string) {
-	s := openPath(t, schemaFor(t.Name()), path)
+	s := openPath(t, schemaFor(t, t.Name()), path)
 	ctx := context.Background()
 	recs := []sdk.Record{
 		{Title: "Espresso order", Description: "coffee habits", Body: "Alice takes espresso without sugar, espresso twice.", Tags: []string{"coffee"}},
@@ -481,7 +481,7 @@ func TestStatistics(t *testing.T) {
 	for _, c := range [][2]string{{"realm", "sql"}, {"store", "sql"}, {"realm", "replica"}, {"store", "replica"}} {
 		mode := c[0]
 		t.Run(mode+"/"+c[1], func(t *testing.T) {
-			s := openPath(t, schemaFor(t.Name()), c[1], "statistics", mode)
+			s := openPath(t, schemaFor(t, t.Name()), c[1], "statistics", mode)
 			ctx := context.Background()
 			ref, err := sdkindex.New(sdkindex.Options{Weights: fieldWeights[:], ContextWeight: sdkindex.ContextWeight})
 			if err != nil {
@@ -545,7 +545,7 @@ func TestRecallFiltersInSQL(t *testing.T) {
 }
 
 func testRecallFilters(t *testing.T, path string) {
-	s := openPath(t, schemaFor(t.Name()), path)
+	s := openPath(t, schemaFor(t, t.Name()), path)
 	ctx := context.Background()
 	var recs []sdk.Record
 	for i := range 40 {
@@ -604,7 +604,7 @@ func TestPrunedRecallIsExact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 2000 records")
 	}
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	plans := map[string]int{}
 	var mu sync.Mutex
 	pruned := openStoreWith(t, configJSON(schema, "replica", sqlOnly), func(s *Store) {
@@ -822,7 +822,7 @@ func TestWriteWhoseBackendDiesIsUnavailable(t *testing.T) {
 // fresh connection, not fail the call.
 func TestDeadPooledConnectionIsReplaced(t *testing.T) {
 	ctx := context.Background()
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	openStore(t, schema).Close() // the tables the replica's read needs
 	cfg, err := pgxpool.ParseConfig(testDSN(t))
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 // failing: the change to wait for is another store's write, or the
 // recalling store's own.
 func TestReplicaWaitLeavesCallerTimeForSQL(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	var plans planLog
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plans.hook)
@@ -85,7 +85,7 @@ func TestReplicaLogRewound(t *testing.T) {
 		{"the log ends where the replica does", []string{"quill four", "quill five"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			schema := schemaFor(t.Name())
+			schema := schemaFor(t, t.Name())
 			var plans planLog
 			a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 			b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plans.hook)
@@ -170,7 +170,7 @@ func TestReplicaLogRewound(t *testing.T) {
 // the connection (hours). The server now ends a transaction idle for a
 // statement timeout, and the writes go on.
 func TestStalledWriterReleasesTheChangeLog(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	cfg := configJSON(schema, "statement_timeout", "1s", "replica", sqlOnly)
 	stalled, other := openStoreWith(t, cfg), openStoreWith(t, cfg)
 	ctx := context.Background()
@@ -208,7 +208,7 @@ func TestReplicaConnectionsOutliveIdleSessionTimeout(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("MEMHOST_IDLE_SESSION_DSN", base+c.options)
-			schema := schemaFor(t.Name())
+			schema := schemaFor(t, t.Name())
 			s := openStoreWith(t, json.RawMessage(`{"dsn_env": "MEMHOST_IDLE_SESSION_DSN", "schema": "`+schema+`"}`))
 			ctx := context.Background()
 			conn, err := pgx.ConnectConfig(ctx, s.replica.listen)
@@ -241,7 +241,7 @@ func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
 	// opens is not itself ended before its first statement on a loaded
 	// machine (at 100 ms, make test's parallel run saw that once).
 	t.Setenv("MEMHOST_IDLE_POOL_DSN", base+" application_name=idle_pool options='-c idle_session_timeout=400'")
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	s := openStoreWith(t, json.RawMessage(fmt.Sprintf(`{"dsn_env": "MEMHOST_IDLE_POOL_DSN", "schema": %q, "pool_size": %d, "replica": {"enabled": false}}`, schema, poolSize)))
 	ctx := context.Background()
 	const realm = "idle"
@@ -391,7 +391,7 @@ func TestReplicaLoadOutlastsChangeRetention(t *testing.T) {
 // timeout of a few hundred milliseconds ended every load of a sizable
 // realm and the replica never served.
 func TestReplicaLoadOutlastsStatementTimeout(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	ctx := context.Background()
 	if _, err := a.Remember(ctx, realm, []sdk.Record{note("kept", "tide table")}); err != nil {
@@ -416,7 +416,7 @@ func TestReplicaLoadOutlastsStatementTimeout(t *testing.T) {
 // stretches past a short statement_timeout; the server's idle timeout
 // ended the migration's transaction and the store did not open.
 func TestMigrationOutlastsIdleTimeout(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	idle := func() { time.Sleep(300 * time.Millisecond) }
 	migrateHook.Store(&idle)
 	t.Cleanup(func() { migrateHook.Store(nil) })
@@ -441,7 +441,7 @@ func TestMaintenanceOutlastsAStalledClient(t *testing.T) {
 	connTracer.Store(&tr)
 	t.Cleanup(func() { connTracer.Store(nil) })
 	// openStoreWith fails the test when the store does not open.
-	openStoreWith(t, configJSON(schemaFor(t.Name()), "statement_timeout", "100ms", "replica", sqlOnly))
+	openStoreWith(t, configJSON(schemaFor(t, t.Name()), "statement_timeout", "100ms", "replica", sqlOnly))
 }
 
 // stallInTransaction sleeps before each statement sent inside an open
@@ -475,7 +475,7 @@ func TestSchemaCheckOutlastsStatementTimeout(t *testing.T) {
 			checkHook.Store(&tc.slow)
 			t.Cleanup(func() { checkHook.Store(nil) })
 			// openStoreWith fails the test when the store does not open.
-			openStoreWith(t, configJSON(schemaFor(t.Name()), "statement_timeout", "100ms", "replica", sqlOnly))
+			openStoreWith(t, configJSON(schemaFor(t, t.Name()), "statement_timeout", "100ms", "replica", sqlOnly))
 		})
 	}
 }

@@ -64,7 +64,7 @@ func note(title, body string) sdk.Record {
 // both serving; plansB hears how the second's recalls were answered.
 func twoStores(t *testing.T, plansB *planLog) (a, b *Store) {
 	t.Helper()
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	a = openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
 	b = openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plansB.hook)
 	waitServing(t, a)
@@ -135,7 +135,7 @@ func TestReplicaAcrossStores(t *testing.T) {
 // another store, and one on its own, are recalled from SQL once the wait
 // runs out; released, the replica applies them and answers again.
 func TestReplicaNeverStale(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	var plans planLog
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("300ms")), plans.hook)
@@ -193,7 +193,7 @@ func TestChangeLogTrim(t *testing.T) {
 	grace := trimGrace.Load()
 	t.Cleanup(func() { trimGrace.Store(grace) }) // after the stores close
 	trimGrace.Store(0)
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	db := rawPool(t, schema)
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	var plans planLog
@@ -364,7 +364,7 @@ func TestReplicaKilledMidApply(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs plugin processes")
 	}
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	writer := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	ctx := context.Background()
 	c := benchCorpus()
@@ -433,7 +433,7 @@ func TestTrimWithoutReplica(t *testing.T) {
 	t.Cleanup(func() { trimGrace.Store(grace); heartbeatInterval = beat }) // after the store closes
 	trimGrace.Store(0)
 	heartbeatInterval = 20 * time.Millisecond
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	s := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	db := rawPool(t, schema)
 	ctx := context.Background()
@@ -462,7 +462,7 @@ func TestTrimWithoutReplica(t *testing.T) {
 // applied for longer than max_lag stops serving (recall goes to SQL
 // without waiting), and serves again once it has caught up.
 func TestReplicaMaxLag(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	b := openStoreWith(t, configJSON(schema, "replica", map[string]any{"max_lag": "50ms"}))
 	gate := holdApplies(t, b)
@@ -524,7 +524,7 @@ func TestReplicaRenumbersByScope(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 9,000 records")
 	}
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	var plans planLog
 	s := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plans.hook)
 	waitServing(t, s)
@@ -624,7 +624,7 @@ func TestReplicaCatchesUpInSteps(t *testing.T) {
 	old := maxApply
 	t.Cleanup(func() { maxApply = old })
 	maxApply = 4
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	b := openStoreWith(t, configJSON(schema, "replica", map[string]any{"read_wait": "10s", "max_lag": "200ms", "poll_interval": "100ms"}))
 	gate := holdApplies(t, b)
@@ -750,7 +750,7 @@ func TestReplicaSlowBeatsKeepItsRow(t *testing.T) {
 	slow := func(context.Context) { time.Sleep(3 * heartbeatInterval) }
 	beatHook.Store(&slow)
 	t.Cleanup(func() { beatHook.Store(nil) })
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
 	waitServing(t, b)
@@ -777,7 +777,7 @@ func TestReplicaSlowBeatsKeepItsRow(t *testing.T) {
 // beat outlasted it and the row expired.
 func TestReplicaStuckBeatKeepsItsRow(t *testing.T) {
 	shortTrimGrace(t, 300*time.Millisecond)
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
 	waitServing(t, b)
 	var stuck atomic.Bool
@@ -811,7 +811,7 @@ func TestReplicaStuckBeatKeepsItsRow(t *testing.T) {
 func TestReplicaLoadOnAPoolOfOne(t *testing.T) {
 	shortTrimGrace(t, 300*time.Millisecond)
 	slowLoads(t, slowLoad)
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	stop := keepWriting(t, a, "tide")
 	time.Sleep(200 * time.Millisecond)
@@ -850,7 +850,7 @@ func TestReplicaLoadOnAPoolOfOne(t *testing.T) {
 // minute for a load).
 func TestReplicaRewoundReloadKeepsItsChanges(t *testing.T) {
 	shortTrimGrace(t, time.Hour)
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
 	waitServing(t, b)
@@ -1058,7 +1058,7 @@ func TestReplicaVectorLengthChangeInOneStep(t *testing.T) {
 // fails (here a stored vector it cannot read) drops its replicas row, so
 // it does not hold the change log back for every host.
 func TestReplicaThatCannotLoadHoldsNothing(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	ctx := context.Background()
 	ids, err := a.Remember(ctx, realm, []sdk.Record{note("evening", "I usually read before bed")})
@@ -1132,7 +1132,7 @@ func trimAll(t *testing.T, db *pgdb) {
 // its gate, entered once this returns.
 func heldReplica(t *testing.T) (schema string, a, b *Store, gate *applyGate) {
 	t.Helper()
-	schema = schemaFor(t.Name())
+	schema = schemaFor(t, t.Name())
 	a = openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	b = openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
 	gate = holdApplies(t, b)

@@ -30,7 +30,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 			GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA %[1]s TO %[2]s`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			schema := schemaFor(t.Name())
+			schema := schemaFor(t, t.Name())
 			role := "r" + schema
 			// Fresh each run: roles outlive the test's database.
 			if _, err := admin.Exec(ctx, fmt.Sprintf(`DROP SCHEMA IF EXISTS %[1]s CASCADE;
@@ -86,7 +86,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 // starting healthy and failing every write.
 func TestReadOnlyServerRefused(t *testing.T) {
 	dsn := testDSN(t)
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	openStore(t, schema).Close()
 	s := New()
 	s.getenv = func(string) string { return dsn + " options='-c default_transaction_read_only=on'" }

@@ -28,7 +28,7 @@ func TestSchemaFollowsTokenizer(t *testing.T) {
 // to is exactly what the migrations build, so a new migration cannot
 // leave it behind.
 func TestRequiredColumnsMatchMigrations(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	openStore(t, schema)
 	rows, err := rawPool(t, "public").Query(context.Background(), `SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = $1`, schema)
 	if err != nil {
@@ -67,7 +67,7 @@ func TestIncompleteSchema(t *testing.T) {
 		{"newer schema", "INSERT INTO %s.schema_migrations (version) VALUES (1000)", "version 1000", "upgrade the plugin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			schema := schemaFor(t.Name())
+			schema := schemaFor(t, t.Name())
 			exited := make(chan int, 1)
 			old := schemaWatchInterval
 			schemaWatchInterval = 20 * time.Millisecond

@@ -82,7 +82,7 @@ func TestThreadContextRanksAsSDKIndex(t *testing.T) {
 }
 
 func testThreadContextRanksAsSDKIndex(t *testing.T, path string) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	s := openPath(t, schema, path, "statistics", "realm")
 	db := rawPool(t, schema)
 	ctx := context.Background()
@@ -199,7 +199,7 @@ func twinStores(t *testing.T, seed uint64) (string, *pgxpool.Pool) {
 // twinStoresOf is twinStores of recs.
 func twinStoresOf(t *testing.T, recs []sdk.Record) (string, *pgxpool.Pool) {
 	t.Helper()
-	for _, schema := range []string{schemaFor(t.Name() + "/fresh"), schemaFor(t.Name() + "/old")} {
+	for _, schema := range []string{schemaFor(t, t.Name()+"/fresh"), schemaFor(t, t.Name()+"/old")} {
 		s := openStore(t, schema)
 		if _, err := s.Remember(context.Background(), realm, recs); err != nil {
 			t.Fatal(err)
@@ -209,7 +209,7 @@ func twinStoresOf(t *testing.T, recs []sdk.Record) (string, *pgxpool.Pool) {
 		// the caller drops, in an order that can deadlock with the DDL.
 		s.Close()
 	}
-	schema := schemaFor(t.Name() + "/old")
+	schema := schemaFor(t, t.Name()+"/old")
 	return schema, rawPool(t, schema)
 }
 
@@ -265,7 +265,7 @@ func TestMigrationAddsThreadContext(t *testing.T) {
 	before := postingsByID(t, db)
 	openStore(t, schema) // migrates to the current version
 	after := postingsByID(t, db)
-	want := postingsByID(t, rawPool(t, schemaFor(t.Name()+"/fresh")))
+	want := postingsByID(t, rawPool(t, schemaFor(t, t.Name()+"/fresh")))
 	if before == want {
 		t.Fatal("the version 2 index already equals a fresh one: the test checks nothing")
 	}
@@ -289,7 +289,7 @@ func TestMigrationCapsThreadContext(t *testing.T) {
 		DELETE FROM schema_migrations WHERE version >= 5`); err != nil {
 		t.Fatal(err)
 	}
-	want := postingsByID(t, rawPool(t, schemaFor(t.Name()+"/fresh")))
+	want := postingsByID(t, rawPool(t, schemaFor(t, t.Name()+"/fresh")))
 	if before := postingsByID(t, db); before == want {
 		t.Fatal("the version 4 index already equals a fresh one: the test checks nothing")
 	}
@@ -341,7 +341,7 @@ func TestMigrationScopesThreadContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := postingsByID(t, rawPool(t, schemaFor(t.Name()+"/fresh")))
+	want := postingsByID(t, rawPool(t, schemaFor(t, t.Name()+"/fresh")))
 	if before := postingsByID(t, db); before == want {
 		t.Fatal("the version 7 index already equals a fresh one: the test checks nothing")
 	}
@@ -415,7 +415,7 @@ func TestMigrationLeavesSystemTagsOutOfText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := postingsByID(t, rawPool(t, schemaFor(t.Name()+"/fresh")))
+	want := postingsByID(t, rawPool(t, schemaFor(t, t.Name()+"/fresh")))
 	before := postingsByID(t, db)
 	if before == want || !strings.Contains(before, " memhost ") {
 		t.Fatal("the version 9 index holds no system tag's words: the test checks nothing")
@@ -452,7 +452,7 @@ func postingsByID(t *testing.T, db interface {
 // orders. Each record is stored once, the export is what was imported,
 // and the index is exact, thread context included.
 func TestConcurrentImports(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	a, b := openStore(t, schema), openStore(t, schema)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(5, 5))
@@ -522,11 +522,11 @@ func TestConcurrentImports(t *testing.T) {
 	db := rawPool(t, schema)
 	checkIndex(t, db)
 	// The index is the one a single import builds.
-	one := openStore(t, schemaFor(t.Name()+"/one"))
+	one := openStore(t, schemaFor(t, t.Name()+"/one"))
 	if _, err := one.Import(ctx, realm, recs); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := postingsByID(t, db), postingsByID(t, rawPool(t, schemaFor(t.Name()+"/one"))); got != want {
+	if got, want := postingsByID(t, db), postingsByID(t, rawPool(t, schemaFor(t, t.Name()+"/one"))); got != want {
 		t.Errorf("concurrent imports indexed differently from one import")
 	}
 }
@@ -536,7 +536,7 @@ func TestConcurrentImports(t *testing.T) {
 // asked (not a forgotten or superseded one), and the plan reads them
 // through records_by_thread.
 func TestReadThread(t *testing.T) {
-	schema := schemaFor(t.Name())
+	schema := schemaFor(t, t.Name())
 	s := openStore(t, schema)
 	ctx := context.Background()
 	alice := sdk.IdentityScope("alice")

@@ -16,7 +16,7 @@ import (
 // broken by the later write first, though PostgreSQL sums a record's
 // term scores in an order of its own (an ulp apart).
 func TestSQLTiesOrderAsSDKIndex(t *testing.T) {
-	s := openPath(t, schemaFor(t.Name()), "sql", "statistics", "realm")
+	s := openPath(t, schemaFor(t, t.Name()), "sql", "statistics", "realm")
 	ctx := context.Background()
 	ref, err := sdkindex.New(sdkindex.Options{Weights: fieldWeights[:], ContextWeight: sdkindex.ContextWeight, Stats: sdkindex.StatsRealm})
 	if err != nil {

@@ -94,7 +94,7 @@ func TestVectorsAcrossStores(t *testing.T) {
 	}
 	// A store opened now loads the stored vectors with the records.
 	var plansC planLog
-	c := openStoreWith(t, configJSON(schemaFor(t.Name()), "replica", replicaCfg("10s")), plansC.hook)
+	c := openStoreWith(t, configJSON(schemaFor(t, t.Name()), "replica", replicaCfg("10s")), plansC.hook)
 	waitServing(t, c)
 	hits, err := c.Recall(ctx, sdk.RecallQuery{Realm: realm, QueryVector: []float32{1, 0.1}, VectorModel: testModel})
 	if err != nil || len(hits) != 1 || hits[0].Record.ID != ids[1] || plansC.last() != "replica" {
@@ -108,7 +108,7 @@ func TestVectorsAcrossStores(t *testing.T) {
 // answers nothing for a query vector without text.
 func TestVectorsWithoutReplica(t *testing.T) {
 	var plans planLog
-	s := openStoreWith(t, configJSON(schemaFor(t.Name()), "replica", sqlOnly), plans.hook)
+	s := openStoreWith(t, configJSON(schemaFor(t, t.Name()), "replica", sqlOnly), plans.hook)
 	ctx := context.Background()
 	ids, err := s.Remember(ctx, realm, []sdk.Record{note("heron", "grey heron heron"), note("owl", "owl and a heron")})
 	if err != nil {
@@ -151,7 +151,7 @@ func TestVectorsWithoutReplica(t *testing.T) {
 // than the model's other stored vectors is refused; replacing the only
 // vector, or every vector of the model in one batch, may change it.
 func TestPutVectorsLength(t *testing.T) {
-	s := openStoreWith(t, configJSON(schemaFor(t.Name()), "replica", sqlOnly))
+	s := openStoreWith(t, configJSON(schemaFor(t, t.Name()), "replica", sqlOnly))
 	ctx := context.Background()
 	ids, err := s.Remember(ctx, realm, []sdk.Record{note("one", "first"), note("two", "second"), note("three", "third")})
 	if err != nil {
@@ -201,7 +201,7 @@ func TestPutVectorsLength(t *testing.T) {
 // when the timer stops.
 func BenchmarkPutVectors(b *testing.B) {
 	const records, batch, dims = 5000, 256, 100
-	s := openStoreWith(b, configJSON(schemaFor(b.Name())))
+	s := openStoreWith(b, configJSON(schemaFor(b, b.Name())))
 	waitServing(b, s)
 	ctx := context.Background()
 	var ids []string
