@@ -620,6 +620,7 @@ func TestReplicaLoadOutlastsTrimGrace(t *testing.T) {
 // TestReplicaCatchesUpInSteps: a backlog longer than maxApply is applied
 // in steps, without a load; while a step of it is held the replica does
 // not serve past max_lag, and after the last it answers every record.
+// The backlog of 11 is read whole: 4, 4 and 3.
 func TestReplicaCatchesUpInSteps(t *testing.T) {
 	old := maxApply
 	t.Cleanup(func() { maxApply = old })
@@ -629,16 +630,19 @@ func TestReplicaCatchesUpInSteps(t *testing.T) {
 	b := openStoreWith(t, configJSON(schema, "replica", map[string]any{"read_wait": "10s", "max_lag": "200ms", "poll_interval": "100ms"}))
 	gate := holdApplies(t, b)
 	waitServing(t, b)
+	// A catch-up that read none of the backlog is held while it is
+	// written (a poll's, within poll_interval): one held after reading
+	// the first few writes left fewer steps than the test counts.
 	gate.held.Store(true)
+	<-gate.entered
 	ctx := context.Background()
 	for i := range 11 {
 		if _, err := a.Remember(ctx, realm, []sdk.Record{note(fmt.Sprintf("step %d", i), "step ladder")}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Let one step through, then hold the next: behind dates from the
-	// backlog, not from the step, so max_lag ends serving.
-	<-gate.entered
+	// Let the backlog's first step through, then hold the next: behind
+	// dates from the backlog, not from the step, so max_lag ends serving.
 	gate.held.Store(false)
 	hold := make(chan struct{})
 	var steps atomic.Int64
