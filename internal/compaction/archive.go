@@ -33,9 +33,11 @@ type Archiver interface {
 	// compaction archives the same slice again.
 	Archive(ctx context.Context, id sdk.Identity, conversation string, start, end int, eps []Episode) error
 	// Retain forgets, once the summary of [start, end) is committed, the
-	// slice's own positions the realm's retention keeps no longer. Archive
-	// leaves them, so that a slice whose summary never commits leaves its
-	// episodes contiguous after the watermark, where Forget finds them.
+	// positions the realm's retention keeps no longer, the slice's own
+	// and the earlier ones it pushed out. Archive forgets none: a slice
+	// whose summary never commits leaves the committed episodes as they
+	// were, and its own contiguous after the watermark, where Forget
+	// finds them.
 	Retain(ctx context.Context, id sdk.Identity, conversation string, start, end int) error
 	// Forget removes the archive of the identity's conversation: the
 	// first absorbed positions and whatever a compaction that never
@@ -142,25 +144,25 @@ func (a *EpisodeArchive) Archive(ctx context.Context, id sdk.Identity, conversat
 			return fmt.Errorf("%w: conversation %s: %w", ErrArchive, conversation, err)
 		}
 	}
-	if pol.MaxRecords > 0 {
-		// The committed positions this slice pushed out of the newest
-		// MaxRecords; earlier ones went with earlier slices, and the
-		// slice's own go once it commits (Retain).
-		first := max(0, start-pol.MaxRecords)
-		if err := forgetRange(ctx, p.f, id, conversation, first, min(start, end-pol.MaxRecords)); err != nil {
-			return fmt.Errorf("%w: conversation %s: retention: %w", ErrArchive, conversation, err)
-		}
-	}
+	// Retention waits for the commit (Retain): forgotten here, the
+	// committed episodes this slice pushes out would be lost should the
+	// summary then never commit.
 	return nil
 }
 
-// Retain implements Archiver.
+// Retain implements Archiver: the positions the committed slice pushed
+// out of the newest MaxRecords, the earlier committed ones and its own.
+// Earlier ones went with earlier slices.
 func (a *EpisodeArchive) Retain(ctx context.Context, id sdk.Identity, conversation string, start, end int) error {
 	p, pol, ok, err := a.provider(id.Realm)
-	if err != nil || !ok || pol.MaxRecords <= 0 || end-pol.MaxRecords <= start {
+	if err != nil || !ok || pol.MaxRecords <= 0 {
 		return err
 	}
-	if err := forgetRange(ctx, p.f, id, conversation, start, end-pol.MaxRecords); err != nil {
+	from, to := max(0, start-pol.MaxRecords), end-pol.MaxRecords
+	if to <= from {
+		return nil
+	}
+	if err := forgetRange(ctx, p.f, id, conversation, from, to); err != nil {
 		return fmt.Errorf("%w: conversation %s: retention: %w", ErrArchive, conversation, err)
 	}
 	return nil

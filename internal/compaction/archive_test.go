@@ -353,3 +353,85 @@ type countingCompactor struct{}
 func (countingCompactor) Compact(_ context.Context, r sdk.CompactRequest) (sdk.Message, error) {
 	return sdk.Message{Role: "user", Content: fmt.Sprintf("summary of %d messages", len(r.Evicted))}, nil
 }
+
+// refusingSave is a store whose saves answer err while it is set.
+type refusingSave struct {
+	Store
+	err error
+}
+
+func (s *refusingSave) Save(ctx context.Context, key Key, prev int, st State) error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.Store.Save(ctx, key, prev, st)
+}
+
+// abandoningArchive archives, then ends the request (its client gone).
+type abandoningArchive struct {
+	Archiver
+	cancel context.CancelFunc
+}
+
+func (a abandoningArchive) Archive(ctx context.Context, id sdk.Identity, conversation string, start, end int, eps []Episode) error {
+	err := a.Archiver.Archive(ctx, id, conversation, start, end, eps)
+	a.cancel()
+	return err
+}
+
+// TestFailedCompactionKeepsTheArchive: a compaction that fails after its
+// archive write, its summary never committed, leaves the committed
+// episodes its slice would push out of the retention where they were.
+// Before, the archive write forgot them at once, so a full archive lost
+// its episodes to a compaction that then failed (a host killed, a save
+// refused, the request abandoned), and the next commit of a shorter
+// slice left a hole below the watermark (from an outside review).
+func TestFailedCompactionKeepsTheArchive(t *testing.T) {
+	cases := []struct {
+		name    string
+		saveErr error
+		abandon bool
+	}{
+		{name: "the save fails", saveErr: errors.New("the state database is locked")},
+		{name: "another host committed first", saveErr: ErrStale},
+		{name: "the request is abandoned", abandon: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+			store := &refusingSave{Store: NewMemoryStore()}
+			s := archived(p, ArchivePolicy{Enabled: true, MaxRecords: 3}, Options{Store: store, Compactor: countingCompactor{}})
+			ev := msgs("m0", "m1", "m2", "m3", "m4", "m5")
+			if _, err := s.Compact(context.Background(), Request{Identity: alice, Conversation: "c1", Evicted: ev[:3]}); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			archive := s.opts.Archive
+			if tc.abandon {
+				s.opts.Archive = abandoningArchive{Archiver: archive, cancel: cancel}
+			}
+			store.err = tc.saveErr
+			if _, err := s.Compact(ctx, Request{Identity: alice, Conversation: "c1", Evicted: ev}); err == nil {
+				t.Fatal("the compaction succeeded; want it to fail after its archive write")
+			}
+			if got, _ := p.Get(context.Background(), "default", episodeIDs(alice, "c1", 0, 3)); len(got) != 3 {
+				t.Fatalf("%d of the 3 committed episodes left after a compaction that committed nothing", len(got))
+			}
+
+			// The retry commits, and retention keeps the newest 3.
+			s.opts.Archive, store.err = archive, nil
+			if _, err := s.Compact(context.Background(), Request{Identity: alice, Conversation: "c1", Evicted: ev}); err != nil {
+				t.Fatal(err)
+			}
+			var seqs []int64
+			for seq := range episodes(t, p) {
+				seqs = append(seqs, seq)
+			}
+			slices.Sort(seqs)
+			if !slices.Equal(seqs, []int64{3, 4, 5}) {
+				t.Errorf("kept positions %v after the retry, want 3, 4, 5", seqs)
+			}
+		})
+	}
+}

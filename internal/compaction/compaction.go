@@ -431,9 +431,11 @@ func (s *Service) Compact(ctx context.Context, req Request) (_ Result, err error
 		return Result{}, err
 	}
 	if s.opts.Archive != nil {
-		// Committed: the slice's own positions past the retention go. A
-		// failure leaves them below the watermark, where a DELETE of the
-		// conversation still reaches them.
+		// Committed: the positions past the retention go, the slice's own
+		// and the earlier ones it pushed out (not before: a compaction
+		// that fails must leave the archive as it was). A failure leaves
+		// them below the watermark, where a DELETE of the conversation
+		// still reaches them.
 		if err := s.opts.Archive.Retain(ctx, req.Identity, req.Conversation, st.Watermark, next.Watermark); err != nil {
 			s.log(ctx).Warn("archive retention after the summary failed; the episodes stay until the conversation is deleted", "realm", key.Realm, "conversation", key.Conversation, "error", err)
 		}
