@@ -304,6 +304,7 @@ func (s *Service) Compact(ctx context.Context, req Request) (_ Result, err error
 	}
 	defer release()
 	defer func() { err = holdLost(ctx, req.Conversation, "compaction", "nothing was absorbed", err) }()
+	began := s.opts.Now()
 
 	st, found, err := s.opts.Store.Load(ctx, key)
 	if err != nil {
@@ -384,7 +385,7 @@ func (s *Service) Compact(ctx context.Context, req Request) (_ Result, err error
 		art, err := s.call(ctx, req.Identity, key, at, chunk, carry, i, len(chunks))
 		if err != nil {
 			s.log(ctx).Warn("compaction failed; watermark kept", "realm", key.Realm, "conversation", key.Conversation,
-				"watermark", st.Watermark, "chunk", i+1, "chunks", len(chunks), "error", err)
+				"watermark", st.Watermark, "chunk", i+1, "chunks", len(chunks), "duration_ms", s.opts.Now().Sub(began).Milliseconds(), "error", err)
 			return Result{}, err
 		}
 		carry = &art
@@ -448,7 +449,8 @@ func (s *Service) Compact(ctx context.Context, req Request) (_ Result, err error
 			s.log(ctx).Warn("the adopted conversation state was not removed", "realm", key.Realm, "conversation", key.Conversation, "error", err)
 		}
 	}
-	s.log(ctx).Debug("compacted", "realm", key.Realm, "conversation", key.Conversation, "from", start, "to", next.Watermark, "calls", len(chunks))
+	s.log(ctx).Info("compacted", "realm", key.Realm, "conversation", key.Conversation, "from", start, "to", next.Watermark,
+		"messages", len(slice), "chunks", len(chunks), "duration_ms", s.opts.Now().Sub(began).Milliseconds())
 	return Result{Artifact: s.deliver(req.Identity, next.Artifact), Absorbed: next.Watermark, Compacted: len(slice), Calls: len(chunks)}, nil
 }
 
