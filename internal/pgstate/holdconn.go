@@ -11,10 +11,10 @@ import (
 // renewer is the connection compaction holds are renewed on: one of its
 // own, outside the pool. When a failover or a dropped NAT entry leaves
 // the pooled connections dead without a word, each renewal sent on one
-// gives up at its tick, and pgx keeps that connection's place in the pool
-// while it closes it (up to 15 s); with every place so kept, renewals on
-// the pool could not run at all while the database stood reachable, and
-// the hold lapsed under a running compaction. A renewal here that gives
+// gives up at its tick, and the pool's places may all be kept by calls
+// waiting on dead connections; renewals on the pool could then not run at
+// all while the database stood reachable, and the hold lapsed under a
+// running compaction. A renewal here that gives
 // up leaves this connection closed, and the next opens another. It is
 // opened at the first renewal and shared by every hold on the database,
 // one renewal at a time.

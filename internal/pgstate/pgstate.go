@@ -114,6 +114,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if pc.ConnConfig.ConnectTimeout == 0 {
 		pc.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
+	closeOnTimeout(&pc.ConnConfig.Config)
 	return openPool(ctx, pc, opts.Schema)
 }
 
