@@ -220,6 +220,7 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	if pc.ConnConfig.ConnectTimeout == 0 {
 		pc.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
+	closeOnTimeout(&pc.ConnConfig.Config)
 	s.pool = pc
 	return s, nil
 }
