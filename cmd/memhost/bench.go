@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/bench"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/pluginhost"
@@ -156,7 +157,9 @@ directory per provider) and measure, per provider:
 
 Results are printed as Markdown. Runs are reproducible with --seed. A
 write or a retrieval question's recall answered 503 or 504 (a loaded
-machine) is tried again, up to three times, as any client may; a provider's run that still fails is reported
+machine), or an injection answered empty because the host's recall failed
+(skip_reason recall_failed), is tried again, up to three times, as any
+client may; a provider's run that still fails is reported
 at the end, after what the other runs measured, and the command exits
 non-zero.`,
 		Example: `  memhost bench --quick
@@ -522,12 +525,20 @@ func (b *benchHost) Recall(ctx context.Context, realm, identity, query string, l
 // Inject implements bench.Target.
 func (b *benchHost) Inject(ctx context.Context, realm, identity, session, content string, now time.Time) (bench.Injection, error) {
 	var out struct {
-		Context   []string `json:"injected_context"`
-		RecordIDs []string `json:"record_ids"`
-		Bytes     int      `json:"bytes"`
+		Context    []string `json:"injected_context"`
+		RecordIDs  []string `json:"record_ids"`
+		Bytes      int      `json:"bytes"`
+		SkipReason *string  `json:"skip_reason"`
 	}
 	body := injectBody{Identity: benchIdentity{realm, identity}, Session: session, Content: content, Now: nowField(now)}
-	err := b.post(ctx, "/v1/turns/inject", body, &out)
+	err := retried(ctx, func() error {
+		out.SkipReason = nil
+		err := b.post(ctx, "/v1/turns/inject", body, &out)
+		if err == nil && out.SkipReason != nil && *out.SkipReason == string(coordinator.SkipRecallFailed) {
+			return errInjectRecallFailed
+		}
+		return err
+	})
 	return bench.Injection{IDs: out.RecordIDs, Excerpts: excerptsOf(out.Context, out.RecordIDs), Bytes: out.Bytes}, err
 }
 

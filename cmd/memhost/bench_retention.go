@@ -146,8 +146,9 @@ func (h retentionHost) Compact(ctx context.Context, realm, identity, conversatio
 }
 
 // writeAttempts bounds the tries of a bench request that is safe to retry:
-// a recall, a write (a duplicate record answers the existing id), and a
-// compaction's archive write (idempotent). On a loaded machine a provider
+// a recall, a write (a duplicate record answers the existing id), a
+// compaction's archive write (idempotent), and an injection whose recall
+// failed (it changed no session state). On a loaded machine a provider
 // call can outlast the host's request timeout, and one 504 failed a whole
 // run.
 const writeAttempts = 3
@@ -156,8 +157,8 @@ const writeAttempts = 3
 // each later one.
 var writeRetryWait = time.Second
 
-// retried runs post until it succeeds, fails other than with 503 or 504,
-// or has been tried writeAttempts times.
+// retried runs post until it succeeds, fails other than with 503, 504 or
+// errInjectRecallFailed, or has been tried writeAttempts times.
 func retried(ctx context.Context, post func() error) error {
 	wait := writeRetryWait
 	var err error
@@ -174,12 +175,22 @@ func retried(ctx context.Context, post func() error) error {
 		}
 		err = post()
 		var he *benchHTTPError
+		if errors.Is(err, errInjectRecallFailed) {
+			continue
+		}
 		if !errors.As(err, &he) || (he.status != http.StatusServiceUnavailable && he.status != http.StatusGatewayTimeout) {
 			return err
 		}
 	}
 	return err
 }
+
+// errInjectRecallFailed is an injection the host answered empty because
+// its recall failed or timed out (skip_reason recall_failed, under the
+// default recall_failure_policy). Counted, it would score as a turn that
+// delivered no evidence; a turn that injects nothing changes no session
+// state, so it is tried again as a recall is.
+var errInjectRecallFailed = errors.New("inject: the host's recall failed or timed out (skip_reason recall_failed)")
 
 // benchHTTPError is a bench request answered with a status other than 200.
 type benchHTTPError struct {

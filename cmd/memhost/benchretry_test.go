@@ -95,3 +95,40 @@ func TestBenchRetryEndsWithItsContext(t *testing.T) {
 		t.Fatal("the retry kept waiting after its context ended")
 	}
 }
+
+// TestBenchInjectRefusesAFailedRecall: an injection the host answered
+// empty because its recall failed or timed out (skip_reason recall_failed,
+// the default recall_failure_policy) is tried again as a recall is, and
+// fails the question when it keeps failing, rather than scoring as a turn
+// that delivered no evidence; the other empty answers are measurements.
+func TestBenchInjectRefusesAFailedRecall(t *testing.T) {
+	defer func(w time.Duration) { writeRetryWait = w }(writeRetryWait)
+	writeRetryWait = time.Millisecond
+	const failed = `{"injected_context":[],"skip_reason":"recall_failed","bytes":0,"record_ids":[]}`
+	for _, tc := range []struct {
+		name    string
+		answers []string // answered in turn, the last one from then on
+		tries   int
+		ok      bool
+	}{
+		{"injected", []string{`{"injected_context":["x"],"skip_reason":null,"bytes":1,"record_ids":["r1"]}`}, 1, true},
+		{"no records", []string{`{"injected_context":[],"skip_reason":"no_records","bytes":0,"record_ids":[]}`}, 1, true},
+		{"budget exhausted", []string{`{"injected_context":[],"skip_reason":"budget_exhausted","bytes":0,"record_ids":[]}`}, 1, true},
+		{"recall failed once", []string{failed, `{"injected_context":["x"],"bytes":1,"record_ids":["r1"]}`}, 2, true},
+		{"recall failed throughout", []string{failed}, writeAttempts, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tries atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := int(tries.Add(1))
+				fmt.Fprint(w, tc.answers[min(n, len(tc.answers))-1])
+			}))
+			defer srv.Close()
+			b := &benchHost{base: srv.URL, client: srv.Client()}
+			_, err := b.Inject(context.Background(), "default", "ann", "s1", "x", time.Time{})
+			if int(tries.Load()) != tc.tries || (err == nil) != tc.ok {
+				t.Fatalf("%d tries, error %v; want %d tries, success %v", tries.Load(), err, tc.tries, tc.ok)
+			}
+		})
+	}
+}
