@@ -435,3 +435,38 @@ func TestFailedCompactionKeepsTheArchive(t *testing.T) {
 		})
 	}
 }
+
+// cancellingSave is a store whose save ends the request once it has
+// committed, as a client that hangs up at that moment does.
+type cancellingSave struct {
+	Store
+	cancel context.CancelFunc
+}
+
+func (s cancellingSave) Save(ctx context.Context, key Key, prev int, st State) error {
+	err := s.Store.Save(ctx, key, prev, st)
+	s.cancel()
+	return err
+}
+
+// TestRetentionOutlivesTheClient: the archive's retention after a commit
+// runs though the client hung up once the summary committed; run on the
+// request's context it failed, and the episodes it should have forgotten
+// stayed below the watermark, where no later compaction goes back.
+func TestRetentionOutlivesTheClient(t *testing.T) {
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := archived(p, ArchivePolicy{Enabled: true, MaxRecords: 3}, Options{Store: cancellingSave{Store: NewMemoryStore(), cancel: cancel}, Compactor: countingCompactor{}})
+	if _, err := s.Compact(ctx, Request{Identity: alice, Conversation: "c1", Evicted: msgs("m0", "m1", "m2", "m3", "m4", "m5")}); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for seq := range episodes(t, p) {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	if !slices.Equal(seqs, []int64{3, 4, 5}) {
+		t.Errorf("kept positions %v once the client hung up after the commit, want 3, 4, 5", seqs)
+	}
+}

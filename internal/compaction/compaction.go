@@ -431,6 +431,11 @@ func (s *Service) Compact(ctx context.Context, req Request) (_ Result, err error
 		}
 		return Result{}, err
 	}
+	// What follows the commit is the host's to finish, not the client's:
+	// a client gone once the summary committed would leave episodes no
+	// later compaction goes back for.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterCommitTimeout)
+	defer cancel()
 	if s.opts.Archive != nil {
 		// Committed: the positions past the retention go, the slice's own
 		// and the earlier ones it pushed out (not before: a compaction
@@ -453,6 +458,11 @@ func (s *Service) Compact(ctx context.Context, req Request) (_ Result, err error
 		"messages", len(slice), "chunks", len(chunks), "duration_ms", s.opts.Now().Sub(began).Milliseconds())
 	return Result{Artifact: s.deliver(req.Identity, next.Artifact), Absorbed: next.Watermark, Compacted: len(slice), Calls: len(chunks)}, nil
 }
+
+// afterCommitTimeout bounds the clean-up after a summary commits (the
+// archive's retention, an adopted state's old copy), which goes on when
+// the client has gone.
+const afterCommitTimeout = 10 * time.Second
 
 // save stores next and resets the request's session as one unit: in one
 // transaction when the store holds the sessions too, else by recording
