@@ -61,7 +61,7 @@ func TestProviderRecoversFromSilentConnections(t *testing.T) {
 				proxy := pgtest.Shared(t).SilentProxy(t)
 				const env = "MEMHOST_POSTGRES_SILENT_TEST_DSN"
 				t.Setenv(env, proxy.DSN(cfg.Database))
-				raw, _ := json.Marshal(map[string]any{"dsn_env": env, "schema": schemaFor(t.Name()), "pool_size": poolSize, "replica": sqlOnly})
+				raw, _ := json.Marshal(map[string]any{"dsn_env": env, "schema": schemaFor(t, t.Name()), "pool_size": poolSize, "replica": sqlOnly})
 				s := openStoreWith(t, raw)
 				// Every place of the pool holds an open connection.
 				conns := make([]interface{ Release() }, poolSize)
