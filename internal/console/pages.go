@@ -349,18 +349,25 @@ func (c *Console) traces(w http.ResponseWriter, r *http.Request, s *session) {
 	c.render(w, r, s, "traces", map[string]any{"Sessions": list.Sessions, "Next": list.Next})
 }
 
+// tracePage is how many turns a page of a session's trace shows.
+const tracePage = 200
+
 func (c *Console) trace(w http.ResponseWriter, r *http.Request, s *session) {
 	realm := c.realm(r, s)
 	q := r.URL.Query()
-	api := url.Values{"realm": {realm}, "limit": {"200"}}
+	api := url.Values{"realm": {realm}, "limit": {strconv.Itoa(tracePage)}}
 	if id := q.Get("identity"); id != "" {
 		api.Set("identity", id)
+	}
+	if a := q.Get("after"); a != "" {
+		api.Set("after", a)
 	}
 	if q.Get("session") == "" {
 		c.fail(w, r, s, "trace", &apiError{Status: http.StatusBadRequest, Message: "no session named: the page needs ?session="})
 		return
 	}
 	var out struct {
+		Next  string                  `json:"next"`
 		Turns []coordinator.TurnTrace `json:"turns"`
 	}
 	if err := c.call(r.Context(), s, "GET", "/v1/sessions/"+url.PathEscape(q.Get("session"))+"/trace?"+api.Encode(), &out); err != nil {
@@ -372,7 +379,7 @@ func (c *Console) trace(w http.ResponseWriter, r *http.Request, s *session) {
 	for i, j := 0, len(turns)-1; i < j; i, j = i+1, j-1 {
 		turns[i], turns[j] = turns[j], turns[i]
 	}
-	c.render(w, r, s, "trace", map[string]any{"Session": q.Get("session"), "Identity": q.Get("identity"), "Turns": turns})
+	c.render(w, r, s, "trace", map[string]any{"Session": q.Get("session"), "Identity": q.Get("identity"), "Turns": turns, "Next": out.Next})
 }
 
 type pluginStatus struct {
