@@ -134,6 +134,13 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request, s *session) {
 			api.Set("since", t.Format(time.RFC3339))
 		}
 	}
+	// A search finds active records only (the API refuses another status
+	// with q): the page leaves the status choice out of a search and says
+	// so, rather than answering the filter's pick with an error.
+	searching := api.Get("q") != ""
+	if searching {
+		api.Del("status")
+	}
 	var list struct {
 		Records []struct {
 			Record sdk.Record `json:"record"`
@@ -141,7 +148,7 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request, s *session) {
 		} `json:"records"`
 		Next string `json:"next"`
 	}
-	data := map[string]any{"Q": q, "Kinds": kinds, "Statuses": statuses, "Trusts": trusts}
+	data := map[string]any{"Q": q, "Kinds": kinds, "Statuses": statuses, "Trusts": trusts, "Searching": searching}
 	if err := c.call(r.Context(), s, "GET", "/v1/records?"+api.Encode(), &list); err != nil {
 		data["Error"] = err.Error()
 	}
