@@ -38,6 +38,24 @@ func StorageError(err error) error {
 	return err
 }
 
+// FileStorageError is StorageError for a provider writing files of its
+// own data directory: a file or directory its user may not write (EACCES,
+// EPERM: a mode, owner or immutable flag to fix) is, like a read-only
+// mount, the operator's to fix while reads keep working, so it is
+// ErrReadOnly too. The provider's own refusal (ErrPermission) is left as
+// it is. StorageError leaves EACCES alone: a store whose permission
+// errors mean something else classifies them itself.
+func FileStorageError(err error) error {
+	err = StorageError(err)
+	if err == nil || errors.Is(err, ErrNoSpace) || errors.Is(err, ErrReadOnly) || errors.Is(err, ErrPermission) {
+		return err
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w: %w", err, ErrReadOnly)
+	}
+	return err
+}
+
 // noSpace reports a write refused for want of room: a full disk, a
 // quota, or a file-size limit (RLIMIT_FSIZE, the file system's largest
 // file), each the operator's to raise.

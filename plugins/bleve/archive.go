@@ -89,7 +89,7 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 	}
 	ri, err := p.realm(realm, true)
 	if err != nil {
-		return sdk.ImportResult{}, storageError(err)
+		return sdk.ImportResult{}, storageError("", err)
 	}
 	if err := ri.lockWrites(ctx); err != nil {
 		return sdk.ImportResult{}, err

@@ -324,7 +324,9 @@ func createRealm(dir, realm string, log *slog.Logger) (*realmIndex, error) {
 	}
 	if err != nil {
 		os.RemoveAll(partial)
-		return nil, fmt.Errorf("bleve: create index %s: %w", final, err)
+		// The system's reason alone: the partial directory it was made
+		// in is this one's, named once.
+		return nil, fmt.Errorf("bleve: create index %s: %w", final, sdk.FileProblem(err))
 	}
 	return openRealm(final, realm, log)
 }

@@ -207,7 +207,7 @@ func (ri *realmIndex) rebuild(ctx context.Context, progress func(done, total int
 	start := time.Now()
 	tmp := strings.TrimSuffix(ri.path, indexSuffix) + rebuildSuffix
 	if err := newEmptyIndex(tmp); err != nil {
-		return 0, fmt.Errorf("bleve: rebuild realm %s: create %s: %w", ri.realm, tmp, storageError(err))
+		return 0, fmt.Errorf("bleve: rebuild realm %s: create %s: %w", ri.realm, tmp, storageError("", sdk.FileProblem(err)))
 	}
 	idx, err := blevesearch.OpenUsing(tmp, runtimeConfig())
 	if err != nil {

@@ -51,7 +51,7 @@ func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Rec
 	}
 	ri, err := p.realm(realm, true)
 	if err != nil {
-		return nil, storageError(err)
+		return nil, storageError("", err)
 	}
 	if err := ri.lockWrites(ctx); err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[stri
 		// index is opened again from disk, which holds every write before
 		// this one and nothing of it, as the catalog does.
 		ri.reopen()
-		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, storageError(err))
+		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, storageError(ri.path, err))
 	}
 	ri.cat.put(entries)
 	ri.cat.remove(del)
@@ -657,18 +657,27 @@ func (ri *realmIndex) closedError() error {
 	return fmt.Errorf("its index %s could not be opened again after a failed write (the plugin's log says why); the next write tries again: %w", ri.path, sdk.ErrUnavailable)
 }
 
-// storageError classifies a scorch failure. Scorch formats the system
-// error into its message (%v, not %w), so the errno is matched by its text
-// when errors.Is cannot see it, and said alone: scorch's text names the
-// segment file twice around its own "persist err".
-func storageError(err error) error {
-	if e := sdk.StorageError(err); e != err {
+// storageError classifies a failure writing the index at dir (or,
+// with dir empty, one the error names already): a full disk, a read-only
+// store, or a file or directory the plugin's user may not write (EACCES,
+// EPERM), as sdk.FileStorageError. Scorch formats the system error into
+// its message (%v, not %w), so the errno is matched by its text when
+// errors.Is cannot see it, and said alone, after the index's directory:
+// scorch's text names the segment file twice around its own "persist err".
+func storageError(dir string, err error) error {
+	if errors.Is(err, sdk.ErrNoSpace) || errors.Is(err, sdk.ErrReadOnly) || errors.Is(err, sdk.ErrPermission) {
+		return err
+	}
+	if e := sdk.FileStorageError(err); e != err {
 		return e
 	}
 	msg := err.Error()
-	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG, syscall.EROFS} {
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG, syscall.EROFS, syscall.EACCES, syscall.EPERM} {
 		if strings.Contains(msg, errno.Error()) {
-			return fmt.Errorf("save the index: %w", sdk.StorageError(errno))
+			if dir == "" {
+				return fmt.Errorf("save the index: %w", sdk.FileStorageError(errno))
+			}
+			return fmt.Errorf("save the index %s: %w", dir, sdk.FileStorageError(errno))
 		}
 	}
 	return err

@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -282,21 +281,11 @@ func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replaceme
 	return id, storageError(err)
 }
 
-// storageError is sdk.StorageError for the markdown tree: a file or
-// directory the plugin's user may not write (EACCES, EPERM) is, like a
-// read-only mount, the operator's to fix while reads keep working, so it
-// is read_only rather than an internal failure. The plugin's own refusal
-// to write through a link (sdk.ErrPermission) is not the file system's.
-func storageError(err error) error {
-	err = sdk.StorageError(err)
-	if err == nil || errors.Is(err, sdk.ErrNoSpace) || errors.Is(err, sdk.ErrReadOnly) || errors.Is(err, sdk.ErrPermission) {
-		return err
-	}
-	if errors.Is(err, fs.ErrPermission) {
-		return fmt.Errorf("%w: %w", err, sdk.ErrReadOnly)
-	}
-	return err
-}
+// storageError is sdk.FileStorageError: a file or directory of the tree
+// the plugin's user may not write (EACCES, EPERM) is read_only, as a
+// read-only mount is, while its own refusal to write through a link
+// (sdk.ErrPermission) stays permission_denied.
+var storageError = sdk.FileStorageError
 
 var (
 	_ sdk.Provider        = (*Provider)(nil)
