@@ -5,6 +5,8 @@ package bleve
 import (
 	"fmt"
 	"os"
+
+	"github.com/memhost/memhost/sdk"
 )
 
 // lockDir only opens the lock file here: this platform has no flock, and
@@ -13,7 +15,7 @@ import (
 func lockDir(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("bleve: open lock file %s: %w", path, err)
+		return nil, fmt.Errorf("bleve: open lock file %s: %w", path, sdk.FileStorageError(sdk.FileProblem(err)))
 	}
 	return f, nil
 }

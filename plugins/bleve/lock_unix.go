@@ -18,7 +18,7 @@ import (
 func lockDir(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("bleve: open lock file %s: %w", path, err)
+		return nil, fmt.Errorf("bleve: open lock file %s: %w", path, sdk.FileStorageError(sdk.FileProblem(err)))
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()

@@ -21,7 +21,7 @@ func lockFile(path string) (*filelock.Lock, error) {
 		}
 		return nil, fmt.Errorf("sqlite: %s is locked by another process%s: is another memhost host, or another instance of this one, using this store, or is the plugin of a host just killed still closing it (it exits on its own, and a retry then succeeds)? %w", path, holder, sdk.ErrConflict)
 	case err != nil:
-		return nil, fmt.Errorf("sqlite: lock %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: lock %s: %w", path, sdk.FileStorageError(sdk.FileProblem(err)))
 	}
 	return l, nil
 }
