@@ -364,6 +364,7 @@ func (c *Coordinator) injectForTurn(ctx context.Context, id sdk.Identity, sessio
 		return c.skipTurn(ctx, id, SkipSelectorEmpty), nil
 	}
 	if err != nil {
+		c.returnSweep(ctx, key, snap)
 		reason, err := c.recallFailed(ctx, SurfaceTurn, id, err)
 		if err != nil {
 			return TurnInjection{}, err

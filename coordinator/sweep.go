@@ -73,6 +73,26 @@ func (c *Coordinator) sweep(reqLog hclog.Logger, key SessionKey, epoch uint64, i
 	}
 }
 
+// returnSweep puts back the sweep picks a turn took (snap.swept) when its
+// recall failed before weighing them: they wait for the next turn again,
+// unless a compaction or another sweep came meanwhile. The turn's time
+// may be spent, so the write has the store's bound alone.
+func (c *Coordinator) returnSweep(ctx context.Context, key SessionKey, snap turnSnapshot) {
+	if snap.swept == nil {
+		return
+	}
+	err := c.visit(context.WithoutCancel(ctx), key, func(s *SessionState) bool {
+		if s.Epoch != snap.epoch || s.SweepIDs != nil {
+			return false
+		}
+		s.SweepIDs = snap.swept
+		return true
+	})
+	if err != nil {
+		c.log(ctx).Warn("a failed turn's sweep picks were not put back", "realm", key.Realm, "identity", key.Identity, "error", err)
+	}
+}
+
 // fullSweep runs the selector over the composed scopes' full manifest,
 // page by page (Config.Sweep.PageRows rows per Select), within the sweep's
 // time bound. A manifest above WarnRows is logged; above MaxRows it is cut

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -328,5 +329,32 @@ func TestSweepShowsTheSelectorOnlyTheScopes(t *testing.T) {
 	}
 	if logs := f.logs.String(); !strings.Contains(logs, faultManifest) {
 		t.Errorf("the provider's out-of-scope rows were not logged:\n%s", logs)
+	}
+}
+
+// TestAFailedTurnKeepsTheSweepPicks: a turn takes a finished sweep's picks
+// before its recall; when the recall fails they wait for the next turn
+// again, which injects them. They were dropped with the failed turn.
+func TestAFailedTurnKeepsTheSweepPicks(t *testing.T) {
+	var fail atomic.Bool
+	sel := &recordingSelector{pick: func(req sdk.SelectRequest) (sdk.Selection, error) {
+		if fail.Load() {
+			return sdk.Selection{}, fmt.Errorf("select: %w", sdk.ErrUnavailable)
+		}
+		return sdk.Selection{Coverage: sdk.CoverageSufficient}, nil
+	}}
+	f := newFixture(t, func(_ *Config, o *Options) { o.Selector = sel })
+	ids := f.add(rec("Coffee", "a"), rec("Harbour", "the ferry leaves at noon"))
+	key := SessionKey{Realm: "default", Identity: alice.ID, Session: "s"}
+	if err := f.c.visit(t.Context(), key, func(s *SessionState) bool { s.SweepIDs = []string{ids[1]}; return true }); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	if res := f.turn(alice, "s", "coffee"); res.SkipReason != SkipRecallFailed {
+		t.Fatalf("turn with a failing selector: %q, want recall_failed", res.SkipReason)
+	}
+	fail.Store(false)
+	if res := f.turn(alice, "s", "coffee"); !slices.Contains(res.RecordIDs, ids[1]) {
+		t.Fatalf("the turn after a failed one injected %v, want the sweep's pick %s", res.RecordIDs, ids[1])
 	}
 }
