@@ -5,12 +5,14 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
 )
@@ -231,6 +233,9 @@ type proposalItem struct {
 	Body     string `json:"-"`
 	BodyMore int    `json:"-"`
 	DiffMore int    `json:"-"`
+	// Tags are the tags the approved record carries: the proposal's less
+	// the proposal mark.
+	Tags []string `json:"-"`
 }
 
 // The queue shows this much of each proposal: agents write proposals, and
@@ -266,6 +271,9 @@ func (c *Console) proposals(w http.ResponseWriter, r *http.Request, s *session) 
 		if rs := []rune(p.Body); len(rs) > maxQueueBody {
 			p.Body, p.BodyMore = string(rs[:maxQueueBody]), len(rs)-maxQueueBody
 		}
+		// A new record has no diff: its description and tags, which
+		// approval makes active as its body, are shown as the body is.
+		p.Tags = slices.DeleteFunc(slices.Clone(p.Record.Tags), func(t string) bool { return strings.EqualFold(t, proposal.Tag) })
 		if len(p.Diff) > maxQueueDiff {
 			p.Diff, p.DiffMore = p.Diff[:maxQueueDiff], len(p.Diff)-maxQueueDiff
 		}
