@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/spf13/cobra"
 )
 
@@ -39,12 +40,15 @@ type proposalPage struct {
 		CreatedAt time.Time `json:"created_at"`
 		Target    string    `json:"target"`
 		Record    struct {
-			Scope      string    `json:"scope"`
-			Kind       string    `json:"kind"`
-			Title      string    `json:"title"`
-			ExpiresAt  time.Time `json:"expires_at"`
-			OccurredAt time.Time `json:"occurred_at"`
-			Thread     *struct {
+			Scope       string    `json:"scope"`
+			Kind        string    `json:"kind"`
+			Title       string    `json:"title"`
+			Description string    `json:"description"`
+			Body        string    `json:"body"`
+			Tags        []string  `json:"tags"`
+			ExpiresAt   time.Time `json:"expires_at"`
+			OccurredAt  time.Time `json:"occurred_at"`
+			Thread      *struct {
 				ID  string `json:"id"`
 				Seq int64  `json:"seq"`
 			} `json:"thread"`
@@ -190,13 +194,27 @@ func (o proposalListing) printPage(w io.Writer, page *proposalPage) {
 			fmt.Fprintf(w, "\t%s %s: %s\n", d.Op, d.Field, printable(d.Text))
 		}
 		if p.Target == "" {
-			// A new record has no diff; what approval sets besides
-			// its text is shown all the same.
+			// A new record has no diff; what approval sets is shown all
+			// the same, against no record: its description (builds
+			// inject it), tags and body too.
+			if p.Record.Description != "" {
+				fmt.Fprintf(w, "\t+ description: %s\n", printable(p.Record.Description))
+			}
+			tags := slices.DeleteFunc(slices.Clone(p.Record.Tags), func(t string) bool { return strings.EqualFold(t, proposal.Tag) })
+			if len(tags) > 0 {
+				slices.Sort(tags)
+				fmt.Fprintf(w, "\t+ tags: %s\n", printable(strings.Join(tags, ", ")))
+			}
 			if !p.Record.OccurredAt.IsZero() {
 				fmt.Fprintf(w, "\t+ occurred_at: %s\n", p.Record.OccurredAt.UTC().Format(time.RFC3339Nano))
 			}
 			if t := p.Record.Thread; t != nil {
 				fmt.Fprintf(w, "\t+ thread: %s #%d\n", printable(t.ID), t.Seq)
+			}
+			if p.Record.Body != "" {
+				for _, line := range strings.Split(p.Record.Body, "\n") {
+					fmt.Fprintf(w, "\t+ body: %s\n", printable(line))
+				}
 			}
 		}
 	}
