@@ -598,7 +598,10 @@ func (q *Queue) review(ctx context.Context, realm, id string, p sdk.Provider, ac
 			return fmt.Errorf("%w (proposal %q is out of the store; the ledger holds it, and a listing after %s puts it back)", err, id, ClaimTTL)
 		}
 		undo := func(ctx context.Context) error { return q.Ledger.Release(ctx, entry) }
-		if noted {
+		// Gone from the store and held nowhere (forgotten meanwhile: an
+		// application's DELETE takes no claim), it must not be noted
+		// again, holding its proposer's place.
+		if _, gerr := pendingRecord(context.WithoutCancel(ctx), realm, id, p); noted || errors.Is(gerr, sdk.ErrNotFound) {
 			undo = func(ctx context.Context) error { return q.Ledger.Remove(ctx, realm, []string{id}) }
 		}
 		if rerr := undo(context.WithoutCancel(ctx)); rerr != nil {
@@ -635,10 +638,16 @@ func (q *Queue) review(ctx context.Context, realm, id string, p sdk.Provider, ac
 // approveOver drops the proposal, then supersedes target with its
 // content. The drop comes first: the copy has the proposal's content
 // hash, and a provider answers a write of a hash its scope holds with the
-// holder's id. A failed supersede puts the proposal back.
+// holder's id. A failed supersede puts the proposal back. A proposal the
+// drop finds gone was forgotten since it was read (an application's
+// DELETE takes no claim): nothing is approved.
 func approveOver(ctx context.Context, realm string, prop sdk.Record, targetID string, sup sdk.Superseder, forget sdk.RecordForgetter, p sdk.Provider) (string, error) {
-	if _, err := forget.Forget(ctx, realm, []string{prop.ID}); err != nil {
+	n, err := forget.Forget(ctx, realm, []string{prop.ID})
+	if err != nil {
 		return "", err
+	}
+	if n == 0 {
+		return "", fmt.Errorf("proposal %q was forgotten while it was being approved; nothing was approved: %w", prop.ID, sdk.ErrNotFound)
 	}
 	newID, err := sup.Supersede(ctx, realm, targetID, approvedCopy(prop))
 	if err != nil {

@@ -369,3 +369,93 @@ func TestAnExpiredProposalIsNotApproved(t *testing.T) {
 		})
 	}
 }
+
+// deletingStore forgets the proposal when an approval looks for its
+// target, as an application's DELETE /v1/records/{id} (which takes no
+// claim) does when it lands between the approval's read of the proposal
+// and its act. Its Recall answers target.
+type deletingStore struct {
+	*store
+	q        *Queue
+	target   sdk.Record
+	proposal string
+}
+
+func (d *deletingStore) Forget(_ context.Context, _ string, ids []string) (int, error) {
+	d.store.mu.Lock()
+	defer d.store.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if _, ok := d.store.records[id]; ok {
+			delete(d.store.records, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (d *deletingStore) Recall(ctx context.Context, _ sdk.RecallQuery) ([]sdk.Hit, error) {
+	if _, err := d.Forget(ctx, "r", []string{d.proposal}); err != nil {
+		return nil, err
+	}
+	if err := d.q.Forgotten(ctx, "r", []string{d.proposal}); err != nil {
+		return nil, err
+	}
+	if d.target.ID == "" {
+		return nil, nil
+	}
+	return []sdk.Hit{{Record: d.target, Score: 1}}, nil
+}
+
+// TestAProposalDeletedDuringItsApprovalIsNotApproved: from an outside
+// review. An application's DELETE of a pending proposal answered 204 while
+// an approval of it, which had read it pending a moment before, went on
+// to supersede the record it restates with its content: both decisions
+// acted, and the deleted proposal became the active record. An approval
+// over a record now finds the proposal gone when it drops it, and
+// approves nothing.
+func TestAProposalDeletedDuringItsApprovalIsNotApproved(t *testing.T) {
+	cases := []struct {
+		name   string
+		target bool
+	}{
+		{"over a restated record", true},
+		{"of a new record", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueue(t)
+			base := newStore(append(allCaps, sdk.CapForget, sdk.CapWrite)...)
+			var target sdk.Record
+			if tc.target {
+				target = fact(sdk.RealmScope, "deploys")
+				target.Body = "the old way"
+				target.ID, target.Status = "target1", sdk.StatusActive
+				base.records[target.ID] = target
+			}
+			ids, err := q.Propose(ctx, "r", base, []sdk.Record{fact(sdk.RealmScope, "deploys")}, Proposer{Token: "agent"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &deletingStore{store: base, q: q, target: target, proposal: ids[0]}
+			newID, err := q.Approve(ctx, "r", ids[0], p)
+			if !errors.Is(err, sdk.ErrNotFound) {
+				t.Errorf("the approval of a proposal deleted meanwhile answered %q, %v; want not found", newID, err)
+			}
+			base.mu.Lock()
+			defer base.mu.Unlock()
+			for id, r := range base.records {
+				if r.Body == "body of deploys" {
+					t.Errorf("record %s (%s) holds the deleted proposal's content", id, r.Status)
+				}
+			}
+			if tc.target && base.records[target.ID].Status != sdk.StatusActive {
+				t.Errorf("the restated record is %s, want active", base.records[target.ID].Status)
+			}
+			// Gone, it holds no place in its proposer's bound.
+			if e, found, err := q.Ledger.Lookup(ctx, "r", ids[0]); err != nil || found {
+				t.Errorf("the ledger still notes the deleted proposal: %+v (%v)", e, err)
+			}
+		})
+	}
+}
