@@ -406,12 +406,13 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 		return err
 	}
 	hits = s.opts.Coordinator.HitsInScopes(ctx, id, scopes, hits)
-	// An expired record is not recallable: a store that answered one (its
-	// clock or its filter behind) does not pass it on, as a turn's
+	// Only an active, unexpired record is recallable: a store that
+	// answered another (its clock or its filter behind, a pending
+	// proposal, a superseded record) does not pass it on, as a turn's
 	// injection and memory_recall do not. The host's clock judges, not
 	// the query's reference time, which may be in the past.
 	at := time.Now()
-	hits = slices.DeleteFunc(hits, func(h sdk.Hit) bool { return !h.Record.ExpiresAt.IsZero() && !h.Record.ExpiresAt.After(at) })
+	hits = slices.DeleteFunc(hits, func(h sdk.Hit) bool { return !h.Record.Recallable(at) })
 	if hits == nil {
 		hits = []sdk.Hit{}
 	}
