@@ -136,3 +136,73 @@ func TestDuplicateWithNewOccurredAtSaysSo(t *testing.T) {
 		t.Fatalf("duplicates with other times noted %+v; want the concert (kept at %v) and the undated record (kept without one)", a.Unchanged, stored)
 	}
 }
+
+// TestDuplicateWithNewExpirySaysSo: from an outside review. Remembering
+// stored content again with another expires_at (to give a permanent
+// record a time to live, or to extend one) answered the existing id and
+// left the stored expiry as it was, in silence: the record expired when
+// the client believed it extended, or never. The answer now lists it in
+// expires_at_not_changed with the expiry kept, on every provider. The
+// same instant in another offset is no news, nor is an expired holder
+// the write revives with its expiry.
+func TestDuplicateWithNewExpirySaysSo(t *testing.T) {
+	t.Parallel()
+	soon := time.Now().UTC().Add(time.Hour).Truncate(time.Millisecond)
+	later := soon.Add(24 * time.Hour)
+	past := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+	type note struct {
+		Index     int        `json:"index"`
+		ID        string     `json:"id"`
+		ExpiresAt *time.Time `json:"expires_at"`
+	}
+	type answer struct {
+		IDs       []string `json:"ids"`
+		Unchanged []note   `json:"expires_at_not_changed"`
+	}
+	for _, pc := range providerConfigs {
+		t.Run(pc.plugin, func(t *testing.T) {
+			t.Parallel()
+			m := startMemhost(t, providerDeployment(pc.plugin, pc.config), envFor(t, pc.env)...)
+			rec := func(title string, expires time.Time, offset *time.Location) map[string]any {
+				r := map[string]any{"scope": "identity:alice", "kind": "fact", "title": title, "body": "Parking pass " + title}
+				if !expires.IsZero() {
+					r["expires_at"] = expires.In(offset).Format(time.RFC3339Nano)
+				}
+				return r
+			}
+			write := func(recs ...map[string]any) answer {
+				t.Helper()
+				var a answer
+				if code := m.do("POST", "/v1/records", map[string]any{"records": recs}, &a); code != 200 || len(a.IDs) != len(recs) {
+					t.Fatalf("write = %d %+v\n%s", code, a, m.logs())
+				}
+				return a
+			}
+			east := time.FixedZone("", 14*3600)
+			first := write(rec("Dated", soon, time.UTC), rec("Permanent", time.Time{}, time.UTC), rec("Lapsed", past, time.UTC))
+			if len(first.Unchanged) != 0 {
+				t.Fatalf("first writes noted %+v", first.Unchanged)
+			}
+			for _, c := range []struct {
+				name string
+				rec  map[string]any
+				want *note // nil: no note
+			}{
+				{"the same expiry in another offset", rec("Dated", soon, east), nil},
+				{"an expiry extended", rec("Dated", later, time.UTC), &note{ID: first.IDs[0], ExpiresAt: &soon}},
+				{"an expiry given to a permanent record", rec("Permanent", soon, time.UTC), &note{ID: first.IDs[1]}},
+				{"an expired record revived with a new expiry", rec("Lapsed", later, time.UTC), nil},
+			} {
+				a := write(rec("Other "+c.name, time.Time{}, time.UTC), c.rec)
+				switch {
+				case c.want == nil && len(a.Unchanged) != 0:
+					t.Errorf("%s: noted %+v, want nothing", c.name, a.Unchanged)
+				case c.want != nil && (len(a.Unchanged) != 1 || a.Unchanged[0].Index != 1 || a.Unchanged[0].ID != c.want.ID ||
+					(a.Unchanged[0].ExpiresAt == nil) != (c.want.ExpiresAt == nil) ||
+					(c.want.ExpiresAt != nil && !a.Unchanged[0].ExpiresAt.Equal(*c.want.ExpiresAt))):
+					t.Errorf("%s: noted %+v, want index 1, %s, kept expiry %v", c.name, a.Unchanged, c.want.ID, c.want.ExpiresAt)
+				}
+			}
+		})
+	}
+}

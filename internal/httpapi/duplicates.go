@@ -11,7 +11,8 @@ import (
 // unaddedTags is a duplicate write whose new tags were not stored: the
 // provider answered the existing record's id and kept that record as it
 // was, so the answer says so rather than dropping the tags in silence.
-// The same holds for a new occurred_at (unchangedOccurred).
+// The same holds for a new occurred_at (unchangedOccurred) and a new
+// expires_at (unchangedExpiry).
 type unaddedTags struct {
 	Index int      `json:"index"`
 	ID    string   `json:"id"`
@@ -27,28 +28,39 @@ type unchangedOccurred struct {
 	OccurredAt *time.Time `json:"occurred_at,omitempty"`
 }
 
+// unchangedExpiry is a duplicate write whose expires_at differs from the
+// stored record's, which was kept: a write meant to give a record a time
+// to live, or to extend it, left the record expiring as before (or never).
+// ExpiresAt is the stored one (nil: it has none).
+type unchangedExpiry struct {
+	Index     int        `json:"index"`
+	ID        string     `json:"id"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
 // duplicateNotes compares what was asked with the stored records and
 // answers, in request order, the records missing some of the tags asked
-// for, and those whose asked occurred_at the stored record does not hold
-// (nil: none). It costs one Get, and only when a record carries tags or
-// an occurred_at; a provider that cannot fetch is not asked.
-func duplicateNotes(ctx context.Context, p sdk.Provider, realm string, asked []sdk.Record, ids []string) ([]unaddedTags, []unchangedOccurred) {
+// for, those whose asked occurred_at the stored record does not hold, and
+// those whose asked expires_at it does not hold (nil: none). It costs one
+// Get, and only when a record carries tags, an occurred_at or an
+// expires_at; a provider that cannot fetch is not asked.
+func duplicateNotes(ctx context.Context, p sdk.Provider, realm string, asked []sdk.Record, ids []string) ([]unaddedTags, []unchangedOccurred, []unchangedExpiry) {
 	g, ok := host.ProviderOf(p).Getter()
 	if !ok || len(ids) != len(asked) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var noted []string
 	for i, r := range asked {
-		if len(r.Tags) > 0 || !r.OccurredAt.IsZero() {
+		if len(r.Tags) > 0 || !r.OccurredAt.IsZero() || !r.ExpiresAt.IsZero() {
 			noted = append(noted, ids[i])
 		}
 	}
 	if len(noted) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	stored, err := g.Get(ctx, realm, noted)
 	if err != nil {
-		return nil, nil // the write succeeded; the note is best effort
+		return nil, nil, nil // the write succeeded; the note is best effort
 	}
 	byID := make(map[string]sdk.Record, len(stored))
 	for _, r := range stored {
@@ -56,6 +68,7 @@ func duplicateNotes(ctx context.Context, p sdk.Provider, realm string, asked []s
 	}
 	var tags []unaddedTags
 	var occurred []unchangedOccurred
+	var expiry []unchangedExpiry
 	for i, r := range asked {
 		have, ok := byID[ids[i]]
 		if !ok {
@@ -70,7 +83,7 @@ func duplicateNotes(ctx context.Context, p sdk.Provider, realm string, asked []s
 		if len(missing) > 0 {
 			tags = append(tags, unaddedTags{Index: i, ID: ids[i], Tags: missing})
 		}
-		if !r.OccurredAt.IsZero() && !sameOccurred(r.OccurredAt, have.OccurredAt) {
+		if !r.OccurredAt.IsZero() && !sameStoredTime(r.OccurredAt, have.OccurredAt) {
 			note := unchangedOccurred{Index: i, ID: ids[i]}
 			if !have.OccurredAt.IsZero() {
 				at := have.OccurredAt.UTC()
@@ -78,13 +91,21 @@ func duplicateNotes(ctx context.Context, p sdk.Provider, realm string, asked []s
 			}
 			occurred = append(occurred, note)
 		}
+		if !r.ExpiresAt.IsZero() && !sameStoredTime(r.ExpiresAt, have.ExpiresAt) {
+			note := unchangedExpiry{Index: i, ID: ids[i]}
+			if !have.ExpiresAt.IsZero() {
+				at := have.ExpiresAt.UTC()
+				note.ExpiresAt = &at
+			}
+			expiry = append(expiry, note)
+		}
 	}
-	return tags, occurred
+	return tags, occurred, expiry
 }
 
-// sameOccurred reports whether asked is stored as have: stores keep
+// sameStoredTime reports whether asked is stored as have: stores keep
 // milliseconds, and the epoch as the millisecond before it.
-func sameOccurred(asked, have time.Time) bool {
+func sameStoredTime(asked, have time.Time) bool {
 	if have.IsZero() {
 		return false
 	}

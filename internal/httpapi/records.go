@@ -152,12 +152,15 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		return err
 	}
 	answer := map[string]any{"ids": ids}
-	unadded, unchanged := duplicateNotes(ctx, p, realm, records, ids)
+	unadded, unchanged, expiry := duplicateNotes(ctx, p, realm, records, ids)
 	if unadded != nil {
 		answer["tags_not_added"] = unadded
 	}
 	if unchanged != nil {
 		answer["occurred_at_not_changed"] = unchanged
+	}
+	if expiry != nil {
+		answer["expires_at_not_changed"] = expiry
 	}
 	return writeJSON(w, http.StatusOK, answer)
 }

@@ -1006,7 +1006,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Ids in request order; a duplicate (same scope, title and body) answers the existing id and leaves that record as stored. tags_not_added lists the duplicates whose request carried tags the stored record lacks (absent when none): those tags were not added. occurred_at_not_changed lists those whose request carried another occurred_at than the stored record's (absent when none), with the one kept. */
+            /** @description Ids in request order; a duplicate (same scope, title and body) answers the existing id and leaves that record as stored. tags_not_added lists the duplicates whose request carried tags the stored record lacks (absent when none): those tags were not added. occurred_at_not_changed lists those whose request carried another occurred_at than the stored record's (absent when none), with the one kept. expires_at_not_changed lists those whose request carried another expires_at than the stored record's (absent when none), with the one kept. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1029,6 +1029,16 @@ export interface operations {
                              * @description the stored record's, kept (absent: it has none)
                              */
                             occurred_at?: string;
+                        }[];
+                        expires_at_not_changed?: {
+                            /** @description the record's place in the request */
+                            index: number;
+                            id: string;
+                            /**
+                             * Format: date-time
+                             * @description the stored record's, kept (absent: it never expires)
+                             */
+                            expires_at?: string;
                         }[];
                     };
                 };
