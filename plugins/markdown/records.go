@@ -529,6 +529,9 @@ func (s *store) supersede(ctx context.Context, realm, oldID string, rep sdk.Reco
 	if old.rec.Status == sdk.StatusSuperseded {
 		return "", fmt.Errorf("markdown: supersede: record %q is already superseded: %w", oldID, sdk.ErrConflict)
 	}
+	if old.rec.Status == sdk.StatusTombstoned {
+		return "", fmt.Errorf("markdown: supersede: record %q is tombstoned: %w", oldID, sdk.ErrConflict)
+	}
 	var writes []*pendingWrite
 	newID := rep.ID
 	if d := pickExisting(same, oldID); d != nil {
