@@ -550,8 +550,16 @@ func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replaceme
 	}
 	retired := old.Status == sdk.StatusSuperseded || old.Status == sdk.StatusTombstoned
 	if retired {
-		if len(fresh) == 0 {
-			return newID, nil // a retry: the replacement is already stored
+		if len(fresh) == 0 && old.Status == sdk.StatusSuperseded {
+			// A retry, when the replacement's content is held by the
+			// record that superseded oldID; another holder of it is not.
+			held, err := ri.lookup(ctx, []string{newID})
+			if err != nil {
+				return "", err
+			}
+			if h, ok := held[newID]; ok && h.Supersedes == oldID {
+				return newID, nil
+			}
 		}
 		return "", fmt.Errorf("bleve: record %s is already %s: %w", oldID, old.Status, sdk.ErrConflict)
 	}
