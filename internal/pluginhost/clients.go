@@ -316,7 +316,7 @@ func (e *Embedder) EmbedderInfo(ctx context.Context) (sdk.EmbedderInfo, error) {
 }
 
 func (e *Embedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32, error) {
-	return call(ctx, e.inst, "embed", true, func(ctx context.Context, c sdk.Embedder) ([][]float32, error) {
+	return callWithin(ctx, e.inst, "embed", e.timeout(ctx), true, func(ctx context.Context, c sdk.Embedder) ([][]float32, error) {
 		return c.Embed(ctx, req)
 	})
 }
@@ -330,7 +330,7 @@ func (e *Embedder) EmbedModel(ctx context.Context, req sdk.EmbedRequest) ([][]fl
 		vecs  [][]float32
 		model string
 	}
-	a, err := call(ctx, e.inst, "embed", true, func(ctx context.Context, c sdk.Embedder) (answer, error) {
+	a, err := callWithin(ctx, e.inst, "embed", e.timeout(ctx), true, func(ctx context.Context, c sdk.Embedder) (answer, error) {
 		model, err := e.modelOf(ctx, c)
 		if err != nil {
 			return answer{}, err
@@ -339,6 +339,20 @@ func (e *Embedder) EmbedModel(ctx context.Context, req sdk.EmbedRequest) ([][]fl
 		return answer{vecs, model}, err
 	})
 	return a.vecs, a.model, err
+}
+
+// timeout is an embed call's bound: its caller's deadline when it has one
+// (a recall's query budget, a backlog step's 30 s), else the call
+// timeout. A backlog page sent to a remote endpoint (a CPU-served model,
+// a queueing gateway) may take longer than an ordinary plugin call, and
+// under the 10 s call timeout a page such an endpoint embeds in 12 s
+// failed every step, however long the plugin's own request timeout.
+func (e *Embedder) timeout(ctx context.Context) time.Duration {
+	timeout := e.inst.opts.CallTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = max(timeout, time.Until(deadline).Round(time.Second))
+	}
+	return timeout
 }
 
 // modelOf answers the model id process c declares, asking it once.

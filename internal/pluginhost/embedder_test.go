@@ -203,3 +203,82 @@ func TestEmbedModelFollowsTheProcess(t *testing.T) {
 		t.Fatalf("after the restart: EmbedModel answered model %q (before %q), the process declares %q", after, before, info.Model)
 	}
 }
+
+// TestEmbedRunsUnderItsCallersDeadline: an embed call runs under its
+// caller's deadline when that is later than the call timeout (a backlog
+// step gives a page 30 s), as a compaction does; without one the call
+// timeout still bounds it. Under the 10 s call timeout, an endpoint that
+// embedded a page in 12 s, well within the plugin's own 30 s request
+// timeout, failed every backlog step and the realm was never embedded.
+func TestEmbedRunsUnderItsCallersDeadline(t *testing.T) {
+	const callTimeout = 200 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// An endpoint slower than the call timeout, though not than the
+		// plugin's request timeout: it answers once the call timeout has
+		// passed, or gives up when the request does.
+		select {
+		case <-time.After(5 * callTimeout):
+		case <-r.Context().Done():
+			return
+		}
+		var req struct{ Input []string }
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		data := make([]map[string]any, len(req.Input))
+		for i := range req.Input {
+			data[i] = map[string]any{"index": i, "embedding": []float32{1, 2, 3}}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"data": data})
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	testbin.InstallPlugin(t, dir, testbin.Build(t, "./plugins/openai/cmd/memhost-plugin-openai"))
+	sup := pluginhost.New([]pluginhost.Entry{discoverOne(t, dir)}, pluginhost.Options{
+		StartOptions:   pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: t.TempDir()},
+		HealthInterval: time.Hour, CallTimeout: callTimeout,
+	})
+	t.Cleanup(sup.Close)
+	cfg := json.RawMessage(fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 3, "max_retries": 0}`, srv.URL+"/v1"))
+	if err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindEmbedder, Name: "vec", Plugin: "openai", Config: cfg}}); err != nil {
+		t.Fatal(err)
+	}
+	emb, err := sup.Embedder("vec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := emb.EmbedderInfo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req := sdk.EmbedRequest{Purpose: sdk.EmbedDocument, Texts: []string{"a page of the backlog"}}
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // 0: none
+		want     error
+	}{
+		{"a caller's later deadline", time.Minute, nil},
+		{"no caller deadline", 0, sdk.ErrDeadline},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tc.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+				defer cancel()
+			}
+			for _, call := range []struct {
+				name string
+				f    func() error
+			}{
+				{"Embed", func() error { _, err := emb.Embed(ctx, req); return err }},
+				{"EmbedModel", func() error { _, _, err := emb.EmbedModel(ctx, req); return err }},
+			} {
+				err := call.f()
+				if (tc.want == nil && err != nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+					t.Errorf("%s = %v, want %v", call.name, err, tc.want)
+				}
+			}
+		})
+	}
+}
