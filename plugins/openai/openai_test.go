@@ -852,3 +852,43 @@ func TestUnreachableEndpointIsNamedOnce(t *testing.T) {
 		t.Errorf("error %v, want an outage naming %s once", err, srv.URL)
 	}
 }
+
+// TestKeyThatNoHeaderCarries: a key holding a control character (a line
+// break inside a pasted secret) is refused at Configure, naming its
+// variable and not the key: sent, it failed every request with Go's
+// "invalid header field value", each retried as if the endpoint were
+// down, while the instance showed ready.
+func TestKeyThatNoHeaderCarries(t *testing.T) {
+	_, srv := newFake(t)
+	cfg := fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "api_key_env": "KEY"}`, srv.URL)
+	for _, tc := range []struct {
+		name, key string
+		ok        bool
+	}{
+		{"a line break inside", "sk-first-half\nsecond-half", false},
+		{"a carriage return inside", "sk-first-half\rsecond-half", false},
+		{"a NUL", "sk-secret\x00key", false},
+		{"DEL", "sk-secret\x7fkey", false},
+		{"a trailing line break, trimmed", "sk-secret-key\n", true},
+		{"a plain key", "sk-secret-key", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New()
+			e.lookupEnv = func(k string) (string, bool) { return tc.key, k == "KEY" }
+			err := e.Configure(t.Context(), json.RawMessage(cfg))
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("Configure: %v", err)
+				}
+				return
+			}
+			var fe *sdk.FieldError
+			if !errors.Is(err, sdk.ErrInvalid) || !errors.As(err, &fe) || fe.Field != "api_key_env" {
+				t.Fatalf("Configure: %v, want api_key_env invalid", err)
+			}
+			if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "half") {
+				t.Errorf("the error shows the key: %v", err)
+			}
+		})
+	}
+}
