@@ -59,7 +59,10 @@ func EnvNameShown(name string) string {
 // (no secret), else the variable's trimmed value. A name that is no
 // variable name is refused without echoing it (a key pasted into the
 // config by mistake would be logged), and an unset or blank variable is
-// refused naming it. Errors wrap ErrInvalid. lookup nil is os.LookupEnv.
+// refused naming it, as is a value holding a control character (a line
+// break inside a pasted secret): no HTTP header carries one, so every
+// request would fail before it was sent, each retried as if the endpoint
+// were down. Errors wrap ErrInvalid. lookup nil is os.LookupEnv.
 func SecretFromEnv(field, name string, lookup func(string) (string, bool)) (string, error) {
 	if name == "" {
 		return "", nil
@@ -74,7 +77,11 @@ func SecretFromEnv(field, name string, lookup func(string) (string, bool)) (stri
 	if !ok || strings.TrimSpace(v) == "" {
 		return "", invalid(field, fmt.Sprintf("names %s, which is not set in the plugin's environment", EnvNameShown(name)))
 	}
-	return strings.TrimSpace(v), nil
+	v = strings.TrimSpace(v)
+	if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+		return "", invalid(field, fmt.Sprintf("names %s, whose value holds a control character (a line break, say), which no HTTP header carries", EnvNameShown(name)))
+	}
+	return v, nil
 }
 
 // LedgerBounds are the config keys that bound a provider's injection

@@ -50,7 +50,7 @@ func TestDecodeConfig(t *testing.T) {
 }
 
 func TestSecretFromEnv(t *testing.T) {
-	env := map[string]string{"SET": " sk-1 ", "BLANK": "  "}
+	env := map[string]string{"SET": " sk-1 ", "BLANK": "  ", "BROKEN": "sk-first-half\nsecond-half", "NUL": "sk-1\x00", "DEL": "sk\x7f1", "TAB": "sk\t1"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	for _, tc := range []struct {
 		name, want, problem string
@@ -61,6 +61,10 @@ func TestSecretFromEnv(t *testing.T) {
 		{"BLANK", "", "names BLANK, which is not set"},
 		{"sk-pasted-secret", "", "must name an environment variable"},
 		{"1ABC", "", "must name an environment variable"},
+		{"BROKEN", "", "names BROKEN, whose value holds a control character"},
+		{"NUL", "", "whose value holds a control character"},
+		{"DEL", "", "whose value holds a control character"},
+		{"TAB", "sk\t1", ""},
 	} {
 		got, err := SecretFromEnv("api_key_env", tc.name, lookup)
 		var fe *FieldError

@@ -333,3 +333,18 @@ func TestSummaryLinesCarryNoAuthority(t *testing.T) {
 		t.Fatalf("the previous summary's line reads as a removed message in the prompt:\n%s", prompt)
 	}
 }
+
+// TestKeyThatNoHeaderCarriesIsRefused: a key holding a line break (a
+// pasted secret) is refused at Configure naming its variable, not the
+// key; sent, every request failed before it left and was retried as an
+// outage.
+func TestKeyThatNoHeaderCarriesIsRefused(t *testing.T) {
+	_, srv := newFake(t)
+	c := New()
+	c.lookupEnv = func(k string) (string, bool) { return "sk-first-half\nsecond-half", k == "KEY" }
+	err := c.Configure(t.Context(), json.RawMessage(fmt.Sprintf(`{"base_url": %q, "model": "tiny", "api_key_env": "KEY"}`, srv.URL)))
+	var fe *sdk.FieldError
+	if !errors.As(err, &fe) || fe.Field != "api_key_env" || !strings.Contains(err.Error(), "control character") || strings.Contains(err.Error(), "half") {
+		t.Fatalf("Configure with a key holding a line break: %v, want api_key_env refused without the key", err)
+	}
+}
