@@ -460,7 +460,9 @@ func classify(err error) error {
 		return err
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %w", sdk.ErrDeadline, err)
+		// pgx's text ("timeout: context deadline exceeded") would say it
+		// twice beside the code's own.
+		return &hiddenError{msg: "the database did not answer in time", sentinel: sdk.ErrDeadline, cause: err}
 	}
 	var ne net.Error
 	if errors.As(err, &ne) || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) || pgconn.Timeout(err) ||

@@ -379,3 +379,13 @@ func TestFullDiskSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestATimeoutSaysSoOnce: a state call past its deadline is
+// sdk.ErrDeadline, and its message says so once (it read "deadline
+// exceeded: timeout: context deadline exceeded").
+func TestATimeoutSaysSoOnce(t *testing.T) {
+	err := classify(fmt.Errorf("save session: timeout: %w", context.DeadlineExceeded))
+	if !errors.Is(err, sdk.ErrDeadline) || !errors.Is(err, context.DeadlineExceeded) || strings.Count(err.Error(), "deadline")+strings.Count(err.Error(), "timeout") > 1 {
+		t.Errorf("a state call past its deadline = %q, want deadline exceeded, said once", err)
+	}
+}

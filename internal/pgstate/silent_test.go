@@ -2,7 +2,7 @@ package pgstate
 
 import (
 	"context"
-	"strings"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,6 +11,7 @@ import (
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/internal/proposal"
+	"github.com/memhost/memhost/sdk"
 )
 
 // TestStateRecoversFromSilentConnections: after a failover or a network
@@ -90,7 +91,7 @@ func TestStateRecoversFromSilentConnections(t *testing.T) {
 						short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 						err := tc.call(short, db)
 						cancel()
-						if err != nil && !strings.Contains(err.Error(), "deadline") {
+						if err != nil && !errors.Is(err, sdk.ErrDeadline) {
 							t.Fatalf("on a dead connection: %v, want the caller's deadline", err)
 						}
 					}
