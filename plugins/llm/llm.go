@@ -323,7 +323,7 @@ func visible(s string) bool {
 
 func ctxError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%v: %w", err, sdk.ErrDeadline)
+		return sdk.ErrDeadline // the context's text says it again
 	}
 	return fmt.Errorf("%v: %w", err, sdk.ErrUnavailable)
 }

@@ -191,6 +191,9 @@ func TestFailuresAreErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("error %q does not say %q", err, tc.msg)
 			}
+			if strings.Count(err.Error(), "deadline") > 1 {
+				t.Errorf("error %q says its deadline twice", err)
+			}
 		})
 	}
 	// A failure is never cached: the same key succeeds once the model does.

@@ -471,7 +471,7 @@ func retryAfter(v string, now time.Time) time.Duration {
 
 func ctxError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%v: %w", err, sdk.ErrDeadline)
+		return sdk.ErrDeadline // the context's text says it again
 	}
 	return fmt.Errorf("%v: %w", err, sdk.ErrUnavailable)
 }
