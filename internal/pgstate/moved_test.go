@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/internal/pgtest"
+	"github.com/memhost/memhost/sdk/dialer"
 )
 
 // TestStateRecoversWhenTheServerMoves: a failover that moves the primary
@@ -52,7 +53,7 @@ func TestStateRecoversWhenTheServerMoves(t *testing.T) {
 		}
 		return d.DialContext(ctx, network, addr)
 	}
-	closeOnTimeout(&pc.ConnConfig.Config)
+	pc.ConnConfig.DialFunc = dialer.CloseOnTimeout(pc.ConnConfig.DialFunc)
 	db, err := openPool(ctx, pc, "memhost")
 	if err != nil {
 		t.Fatal(err)

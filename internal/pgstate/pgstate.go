@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/dialer"
 	"github.com/memhost/memhost/sdk/fairgate"
 )
 
@@ -114,7 +115,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if pc.ConnConfig.ConnectTimeout == 0 {
 		pc.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
-	closeOnTimeout(&pc.ConnConfig.Config)
+	// pgx closes a connection whose call timed out, waiting up to 15 s
+	// for a silent server while its pool keeps the place (sdk/dialer).
+	pc.ConnConfig.DialFunc = dialer.CloseOnTimeout(pc.ConnConfig.DialFunc)
 	return openPool(ctx, pc, opts.Schema)
 }
 

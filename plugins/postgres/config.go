@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/dialer"
 )
 
 // Configuration defaults.
@@ -220,7 +221,9 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	if pc.ConnConfig.ConnectTimeout == 0 {
 		pc.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
-	closeOnTimeout(&pc.ConnConfig.Config)
+	// pgx closes a connection whose call timed out, waiting up to 15 s
+	// for a silent server while its pool keeps the place (sdk/dialer).
+	pc.ConnConfig.DialFunc = dialer.CloseOnTimeout(pc.ConnConfig.DialFunc)
 	s.pool = pc
 	return s, nil
 }

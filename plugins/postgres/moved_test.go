@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/internal/pgtest"
+	"github.com/memhost/memhost/sdk/dialer"
 )
 
 // TestProviderRecoversWhenTheServerMoves: a failover that moves the
@@ -52,7 +53,7 @@ func TestProviderRecoversWhenTheServerMoves(t *testing.T) {
 		}
 		return d.DialContext(ctx, network, addr)
 	}
-	closeOnTimeout(&pc.ConnConfig.Config)
+	pc.ConnConfig.DialFunc = dialer.CloseOnTimeout(pc.ConnConfig.DialFunc)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		t.Fatal(err)

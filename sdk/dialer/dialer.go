@@ -1,4 +1,16 @@
-package pgstate
+// Package dialer ends a store's network connection at its first timeout.
+//
+// A database client sets a deadline on its socket when its caller's
+// context ends mid-call, and then closes the connection; pgx, for one,
+// first waits up to 15 s for the server to end it and sends a cancel
+// request to the server's address, its pool keeping the connection's
+// place all that time. After a failover or a network cut the server
+// answers nothing, so with every place so kept every call fails at its
+// deadline though the server takes new connections again.
+// CloseOnTimeout closes the socket at once instead, and bounds dials to
+// an address that went silent, so the place frees and the next call
+// dials anew.
+package dialer
 
 import (
 	"context"
@@ -7,38 +19,28 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// silentDialTimeout bounds the dial to the address of a connection that
-// went silent, until a dial there succeeds again.
-const silentDialTimeout = 2 * time.Second
+// Func dials a connection, as net.Dialer.DialContext does (and pgconn's
+// DialFunc).
+type Func = func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// closeOnTimeout makes every connection of cfg close its socket the
-// moment a read or write on it times out, and fail every read and write
-// after with that timeout. pgx sets a deadline on the socket only when a
-// caller's context ends mid-call or while it closes a connection, and
-// then closes the connection (memhost polls no notification with a
-// timeout), so a timeout means the connection is done with. Left open,
-// pgx waited up to 15 s for a server gone silent (a failover, a network
-// cut) to end it, and its pool kept the connection's place all that
-// time: with every place so kept, every call failed at its deadline
-// though the server took new connections again.
-//
-// pgx also sends a cancel request to the address of a connection it
-// closes that way, for up to 15 s, the pool keeping the place meanwhile;
-// after a failover that moved the server (a DNS name naming the new
-// primary) the old address answers nothing, not even a connection. So a
-// dial to the address of a connection that went silent gives up after
-// silentDialTimeout, until one there succeeds again.
-func closeOnTimeout(cfg *pgconn.Config) {
-	dial := cfg.DialFunc
+// SilentDialTimeout bounds a dial to the address of a connection that
+// timed out, until a dial there succeeds again: the address of a primary
+// a failover moved away from answers nothing, not even a connection.
+const SilentDialTimeout = 2 * time.Second
+
+// CloseOnTimeout answers dial, its connections closing their socket the
+// moment a read or write on them times out and failing every read and
+// write after with that timeout. It suits a client that sets socket
+// deadlines only to end a connection it is done with; one that polls
+// with a deadline and reads on after it must not use it.
+func CloseOnTimeout(dial Func) Func {
 	silent := &silentAddrs{}
-	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if silent.has(addr) {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, silentDialTimeout)
+			ctx, cancel = context.WithTimeout(ctx, SilentDialTimeout)
 			defer cancel()
 		}
 		c, err := dial(ctx, network, addr)
@@ -111,7 +113,7 @@ func (c *timeoutClosed) check(err error) error {
 	if errors.As(err, &ne) && ne.Timeout() {
 		if c.timedOut.CompareAndSwap(nil, &err) {
 			c.Conn.Close()
-			// The address pgx sends its cancel request to.
+			// The address a client sends its cancel request to.
 			if a := c.Conn.RemoteAddr(); a != nil && a.Network() != "unix" {
 				c.silent.add(a.String())
 			}
