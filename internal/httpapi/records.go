@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/dupnotes"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
@@ -152,7 +153,7 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		return err
 	}
 	answer := map[string]any{"ids": ids}
-	unadded, unchanged, expiry := duplicateNotes(ctx, p, realm, records, ids)
+	unadded, unchanged, expiry := dupnotes.Of(ctx, p, realm, records, ids)
 	if unadded != nil {
 		answer["tags_not_added"] = unadded
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/dupnotes"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
@@ -118,6 +119,10 @@ type RememberInput struct {
 type RememberOutput struct {
 	ID     string `json:"id"`
 	Status string `json:"status,omitempty" jsonschema:"proposed: a write to a mob, operator or realm scope, not recalled until an application approves it"`
+	// The content was held already, in the record id names, which kept
+	// its own tags and occurred_at (as /v1/records answers).
+	TagsNotAdded         []string `json:"tags_not_added,omitempty" jsonschema:"tags asked for that the record does not hold: its content was held already, in a record that keeps its own tags"`
+	OccurredAtNotChanged bool     `json:"occurred_at_not_changed,omitempty" jsonschema:"true when occurred_at was not stored: the content was held already, in a record that keeps its own"`
 }
 
 // RecallInput is the recall tool's arguments.
@@ -726,7 +731,15 @@ func (t tools) remember(ctx context.Context, req *mcp.CallToolRequest, in Rememb
 	if len(ids) != 1 {
 		return nil, RememberOutput{}, fmt.Errorf("the provider answered %d ids for one record", len(ids))
 	}
-	return nil, RememberOutput{ID: t.opts.Coordinator.RenderText(id, ids[0], coordinator.TextLabel)}, nil
+	out := RememberOutput{ID: t.opts.Coordinator.RenderText(id, ids[0], coordinator.TextLabel)}
+	tags, kept, _ := dupnotes.Of(ctx, p, id.Realm, []sdk.Record{rec}, ids)
+	if len(tags) > 0 {
+		for _, tag := range tags[0].Tags {
+			out.TagsNotAdded = append(out.TagsNotAdded, t.opts.Coordinator.RenderText(id, tag, coordinator.TextLabel))
+		}
+	}
+	out.OccurredAtNotChanged = len(kept) > 0
+	return nil, out, nil
 }
 
 func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, RecallOutput, error) {

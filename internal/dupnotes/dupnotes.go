@@ -1,4 +1,9 @@
-package httpapi
+// Package dupnotes says what a write of content its scope already held
+// left unchanged. A provider answers such a write with the holder's id
+// and keeps the holder as it was, so tags, an occurred_at or an
+// expires_at asked for with it are not stored; the write's answer says so
+// rather than dropping them in silence (HTTP and MCP alike).
+package dupnotes
 
 import (
 	"context"
@@ -8,43 +13,43 @@ import (
 	"github.com/memhost/memhost/sdk/host"
 )
 
-// unaddedTags is a duplicate write whose new tags were not stored: the
+// TagsNotAdded is a duplicate write whose new tags were not stored: the
 // provider answered the existing record's id and kept that record as it
 // was, so the answer says so rather than dropping the tags in silence.
-// The same holds for a new occurred_at (unchangedOccurred) and a new
-// expires_at (unchangedExpiry).
-type unaddedTags struct {
+// The same holds for a new occurred_at (OccurredAtNotChanged) and a new
+// expires_at (ExpiresAtNotChanged).
+type TagsNotAdded struct {
 	Index int      `json:"index"`
 	ID    string   `json:"id"`
 	Tags  []string `json:"tags"`
 }
 
-// unchangedOccurred is a duplicate write whose occurred_at differs from
+// OccurredAtNotChanged is a duplicate write whose occurred_at differs from
 // the stored record's, which was kept: OccurredAt is the stored one (nil:
 // it has none).
-type unchangedOccurred struct {
+type OccurredAtNotChanged struct {
 	Index      int        `json:"index"`
 	ID         string     `json:"id"`
 	OccurredAt *time.Time `json:"occurred_at,omitempty"`
 }
 
-// unchangedExpiry is a duplicate write whose expires_at differs from the
+// ExpiresAtNotChanged is a duplicate write whose expires_at differs from the
 // stored record's, which was kept: a write meant to give a record a time
 // to live, or to extend it, left the record expiring as before (or never).
 // ExpiresAt is the stored one (nil: it has none).
-type unchangedExpiry struct {
+type ExpiresAtNotChanged struct {
 	Index     int        `json:"index"`
 	ID        string     `json:"id"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
-// duplicateNotes compares what was asked with the stored records and
+// Of compares what was asked with the stored records and
 // answers, in request order, the records missing some of the tags asked
 // for, those whose asked occurred_at the stored record does not hold, and
 // those whose asked expires_at it does not hold (nil: none). It costs one
 // Get, and only when a record carries tags, an occurred_at or an
 // expires_at; a provider that cannot fetch is not asked.
-func duplicateNotes(ctx context.Context, p sdk.Provider, realm string, asked []sdk.Record, ids []string) ([]unaddedTags, []unchangedOccurred, []unchangedExpiry) {
+func Of(ctx context.Context, p sdk.Provider, realm string, asked []sdk.Record, ids []string) ([]TagsNotAdded, []OccurredAtNotChanged, []ExpiresAtNotChanged) {
 	g, ok := host.ProviderOf(p).Getter()
 	if !ok || len(ids) != len(asked) {
 		return nil, nil, nil
@@ -66,9 +71,9 @@ func duplicateNotes(ctx context.Context, p sdk.Provider, realm string, asked []s
 	for _, r := range stored {
 		byID[r.ID] = r
 	}
-	var tags []unaddedTags
-	var occurred []unchangedOccurred
-	var expiry []unchangedExpiry
+	var tags []TagsNotAdded
+	var occurred []OccurredAtNotChanged
+	var expiry []ExpiresAtNotChanged
 	for i, r := range asked {
 		have, ok := byID[ids[i]]
 		if !ok {
@@ -81,10 +86,10 @@ func duplicateNotes(ctx context.Context, p sdk.Provider, realm string, asked []s
 			}
 		}
 		if len(missing) > 0 {
-			tags = append(tags, unaddedTags{Index: i, ID: ids[i], Tags: missing})
+			tags = append(tags, TagsNotAdded{Index: i, ID: ids[i], Tags: missing})
 		}
 		if !r.OccurredAt.IsZero() && !sameStoredTime(r.OccurredAt, have.OccurredAt) {
-			note := unchangedOccurred{Index: i, ID: ids[i]}
+			note := OccurredAtNotChanged{Index: i, ID: ids[i]}
 			if !have.OccurredAt.IsZero() {
 				at := have.OccurredAt.UTC()
 				note.OccurredAt = &at
@@ -92,7 +97,7 @@ func duplicateNotes(ctx context.Context, p sdk.Provider, realm string, asked []s
 			occurred = append(occurred, note)
 		}
 		if !r.ExpiresAt.IsZero() && !sameStoredTime(r.ExpiresAt, have.ExpiresAt) {
-			note := unchangedExpiry{Index: i, ID: ids[i]}
+			note := ExpiresAtNotChanged{Index: i, ID: ids[i]}
 			if !have.ExpiresAt.IsZero() {
 				at := have.ExpiresAt.UTC()
 				note.ExpiresAt = &at
