@@ -322,7 +322,8 @@ type ExportPage struct {
 	Next    string
 }
 
-// ImportResult counts what an Import stored and what it found already there.
+// ImportResult counts what an Import stored (a stored record it retired,
+// see ImportRetires, included) and what it found already there.
 type ImportResult struct {
 	Imported int `json:"imported"`
 	Skipped  int `json:"skipped"`
@@ -337,7 +338,11 @@ type Archiver interface {
 	Export(ctx context.Context, realm, after string, limit int) (ExportPage, error)
 	// Import stores records exactly as given, ids, times, status and
 	// counters included (each has passed PrepareImport). All or nothing. A
-	// record whose id is already stored is skipped, and so is a recallable
+	// record whose id is already stored is skipped, unless it retires the
+	// stored record (ImportRetires: a newer export of it, superseded or
+	// tombstoned since), which then takes its status and later updated_at,
+	// leaves recall and counts as imported; no import moves a record back
+	// to an earlier status. A recallable
 	// one whose scope already holds its content hash in a recallable
 	// record, so a repeated import stores nothing twice. A record that is
 	// not active changes no stored record: a quarantined one (a pending

@@ -402,3 +402,26 @@ func join[T ~string](list []T) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// ImportRetires reports whether importing r moves the stored record of
+// its id on to r's later lifecycle status, as Archiver.Import does in
+// place of skipping it: the same content in the same scope, which the
+// store holds active and r says superseded or tombstoned, or holds
+// superseded and r says tombstoned (a newer export of a record retired
+// since the older one was imported, while its successor is imported
+// active). An import never moves a record back: a superseded or
+// tombstoned record stays so whatever an older export says. A pending
+// proposal (quarantined) is left alone, its review being the host's.
+// stored.ContentHash must be the hash of the stored title and body.
+func ImportRetires(stored, r *Record) bool {
+	if stored.ID != r.ID || stored.Scope != r.Scope || stored.ContentHash != ContentHash(r.Title, r.Body) {
+		return false
+	}
+	switch stored.Status {
+	case StatusActive:
+		return r.Status == StatusSuperseded || r.Status == StatusTombstoned
+	case StatusSuperseded:
+		return r.Status == StatusTombstoned
+	}
+	return false
+}

@@ -426,6 +426,9 @@ type importOptions struct {
 // importStats is what an import did.
 type importStats struct {
 	Imported, Skipped, Bad int
+	// Retired counts stored records the file moved on to a later status
+	// (superseded, tombstoned): a newer export of them.
+	Retired int
 }
 
 func importCommand() *cobra.Command {
@@ -438,7 +441,9 @@ func importCommand() *cobra.Command {
 keeping their ids, times, status and counters. Records go in batches, each
 stored all or nothing; a record whose id is already stored (or whose content
 its scope already holds) is skipped, so an interrupted import is resumed by
-running it again, without duplicates. A bad line is reported by its number and
+running it again, without duplicates; a stored record the file says was
+superseded or tombstoned since takes that status (counted as retired), and
+none is moved back to an earlier one. A bad line is reported by its number and
 skipped, and the command fails at the end; with --strict the whole file is
 checked first and nothing is imported if any line is bad (so --strict needs a
 file it can read twice, not standard input). Progress shows as a bar on a
@@ -494,12 +499,16 @@ tokens).`,
 			prog := newProgress(stderr, size, isTerminal(stderr))
 			st, err := importFrom(ctx, c, o, in, stderr, prog)
 			prog.finish()
-			fmt.Fprintf(stderr, "imported %s, skipped %d already stored, %s\n", count(st.Imported, "record"), st.Skipped, count(st.Bad, "bad line"))
+			retired := ""
+			if st.Retired > 0 {
+				retired = fmt.Sprintf(", retired %d stored (superseded or tombstoned since)", st.Retired)
+			}
+			fmt.Fprintf(stderr, "imported %s, skipped %d already stored%s, %s\n", count(st.Imported, "record"), st.Skipped, retired, count(st.Bad, "bad line"))
 			if err != nil {
 				if ctx.Err() != nil && cmd.Context().Err() == nil {
 					return errors.New("import interrupted: run it again to resume (what is stored is skipped)")
 				}
-				if st.Imported+st.Skipped > 0 {
+				if st.Imported+st.Skipped+st.Retired > 0 {
 					// Batches before the failure are stored: say that the
 					// same command picks up after them, as an interrupt does.
 					return fmt.Errorf("%w\nThe import stopped there: once that is fixed, run it again to resume (what is stored is skipped)", err)
@@ -990,6 +999,7 @@ func (b *importBatch) send(ctx context.Context, c *apiClient, st *importStats, l
 	body.WriteString("]}")
 	var res struct {
 		sdk.ImportResult
+		Retired   int
 		Conflicts []struct {
 			Index int
 			ID    string
@@ -1018,6 +1028,7 @@ func (b *importBatch) send(ctx context.Context, c *apiClient, st *importStats, l
 	}
 	st.Imported += res.Imported
 	st.Skipped += res.Skipped
+	st.Retired += res.Retired
 	for _, cf := range res.Conflicts {
 		if cf.Index >= 0 && cf.Index < len(b.lines) {
 			conflict(b.lines[cf.Index], cf.ID)

@@ -506,7 +506,8 @@ func (p *Provider) Export(ctx context.Context, realm, after string, limit int) (
 
 // Import implements sdk.Archiver: records are stored as given; one whose
 // id is stored, or a recallable one whose content its scope holds in a
-// recallable record, is skipped.
+// recallable record, is skipped, but a stored record an imported one
+// retires (sdk.ImportRetires) takes its status.
 func (p *Provider) Import(ctx context.Context, realm string, recs []sdk.Record) (sdk.ImportResult, error) {
 	if err := p.enter(ctx, MethodImport, recs); err != nil {
 		return sdk.ImportResult{}, err
@@ -519,6 +520,19 @@ func (p *Provider) Import(ctx context.Context, realm string, recs []sdk.Record) 
 		// Stored in the realm imported into, as a store keeps it: its
 		// fetches and exports are held to that realm (sdk/host).
 		r.Realm = realm
+		if i := slices.IndexFunc(p.records[realm], func(s *stored) bool { return s.rec.ID == r.ID }); i >= 0 {
+			s := p.records[realm][i]
+			held := s.rec
+			held.ContentHash = sdk.ContentHash(held.Title, held.Body)
+			if sdk.ImportRetires(&held, &r) {
+				s.rec.Status = r.Status
+				if r.UpdatedAt.After(s.rec.UpdatedAt) {
+					s.rec.UpdatedAt = r.UpdatedAt
+				}
+				res.Imported++
+				continue
+			}
+		}
 		dup := slices.ContainsFunc(p.records[realm], func(s *stored) bool {
 			return s.rec.ID == r.ID || (r.Recallable(now) && s.rec.Recallable(now) && s.rec.Scope == r.Scope && s.rec.ContentHash == r.ContentHash)
 		})

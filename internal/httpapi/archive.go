@@ -141,7 +141,7 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 		first[probe.ID] = i
 		prepared[i] = probe
 	}
-	conflicts, err := idConflicts(ctx, realm, p, prepared)
+	conflicts, retiring, err := idConflicts(ctx, realm, p, prepared)
 	if err != nil {
 		return err
 	}
@@ -173,13 +173,54 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 			return fmt.Errorf("the records are stored, but noting their pending proposals for review failed (run the import again): %w", err)
 		}
 	}
-	return writeJSON(w, http.StatusOK, importAnswer{ImportResult: res, Conflicts: conflicts})
+	retired, err := retiredBy(ctx, realm, p, prepared, retiring)
+	if err != nil {
+		return fmt.Errorf("the records are stored, but reading back the ones they retired failed: %w", err)
+	}
+	// The store counts a record it retired as imported.
+	retired = min(retired, res.Imported)
+	res.Imported -= retired
+	return writeJSON(w, http.StatusOK, importAnswer{ImportResult: res, Retired: retired, Conflicts: conflicts})
+}
+
+// retiredBy counts the stored records of retiring (indexes into records)
+// that now hold their imported record's status: those the store moved on
+// (sdk.ImportRetires). A store that skips them, as stores did, moved none.
+func retiredBy(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, retiring []int) (int, error) {
+	if len(retiring) == 0 {
+		return 0, nil
+	}
+	getter, ok := host.ProviderOf(p).Getter()
+	if !ok {
+		return 0, nil
+	}
+	want := make(map[string]sdk.Status, len(retiring))
+	ids := make([]string, len(retiring))
+	for i, at := range retiring {
+		ids[i] = records[at].ID
+		want[ids[i]] = records[at].Status
+	}
+	stored, err := getter.Get(ctx, realm, ids)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range stored {
+		if st, ok := want[r.ID]; ok && r.Status == st {
+			n++
+			delete(want, r.ID)
+		}
+	}
+	return n, nil
 }
 
 // importAnswer is POST /v1/import's answer: the store's counts, and the
 // records not imported because their id names another record.
 type importAnswer struct {
 	sdk.ImportResult
+	// Retired counts the stored records moved on to the later status an
+	// import gave them (sdk.ImportRetires), neither imported nor skipped.
+	Retired   int              `json:"retired,omitempty"`
 	Conflicts []importConflict `json:"conflicts,omitempty"`
 }
 
@@ -196,12 +237,13 @@ type importConflict struct {
 // it holds, so such a record was dropped and counted "already stored", as
 // if the import had been run before; it is left out and answered apart,
 // the rest of the batch imported. The same record again (a resumed
-// import) is no conflict. A provider that cannot fetch by id is left to
-// skip as it does.
-func idConflicts(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record) ([]importConflict, error) {
+// import) is no conflict; nor is a newer export of it, retired since
+// (sdk.ImportRetires), whose index is answered apart. A provider that
+// cannot fetch by id is left to skip as it does.
+func idConflicts(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record) ([]importConflict, []int, error) {
 	getter, ok := host.ProviderOf(p).Getter()
 	if !ok || len(records) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	ids := make([]string, len(records))
 	at := make(map[string]int, len(records))
@@ -210,9 +252,10 @@ func idConflicts(ctx context.Context, realm string, p sdk.Provider, records []sd
 	}
 	stored, err := getter.Get(ctx, realm, ids)
 	if err != nil {
-		return nil, fmt.Errorf("checking the records' ids against the store: %w", err)
+		return nil, nil, fmt.Errorf("checking the records' ids against the store: %w", err)
 	}
 	var out []importConflict
+	var retiring []int
 	for _, old := range stored {
 		i, ok := at[old.ID]
 		if !ok {
@@ -220,12 +263,15 @@ func idConflicts(ctx context.Context, realm string, p sdk.Provider, records []sd
 		}
 		// The hash of what the store holds, not the one it answered: a
 		// store need not keep the field.
-		if r := records[i]; sdk.ContentHash(old.Title, old.Body) != r.ContentHash || old.Scope != r.Scope {
+		old.ContentHash = sdk.ContentHash(old.Title, old.Body)
+		if r := records[i]; old.ContentHash != r.ContentHash || old.Scope != r.Scope {
 			out = append(out, importConflict{Index: i, ID: r.ID})
+		} else if sdk.ImportRetires(&old, &r) {
+			retiring = append(retiring, i)
 		}
 	}
 	slices.SortFunc(out, func(a, b importConflict) int { return a.Index - b.Index })
-	return out, nil
+	return out, retiring, nil
 }
 
 // checkImportTimes refuses a record time past the years 1-9999 in UTC,

@@ -59,8 +59,10 @@ func (p *Provider) Export(ctx context.Context, realm, after string, limit int) (
 }
 
 // Import stores full records as given in one durable batch (sdk.Archiver).
-// A stored id is skipped, and so is an active or quarantined record whose
-// content its scope already holds live.
+// A stored id is skipped, unless the record retires it (sdk.ImportRetires:
+// it is then moved to the record's status, and counted imported), and so
+// is an active or quarantined record whose content its scope already holds
+// live.
 func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
 	done, err := p.begin(realm)
 	if err != nil {
@@ -116,10 +118,28 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 	inBatch := map[string]bool{}
 	freshAt := map[string]int{} // a content's holder among fresh
 	now := time.Now().UTC()
+	var moved []sdk.Record
 	for _, r := range recs {
 		key := dedupKey(r.Scope, r.ContentHash)
 		holder, dup := known[key]
-		_, isTaken := taken[r.ID]
+		stored, isTaken := taken[r.ID]
+		if isTaken && !inBatch[r.ID] {
+			stored.ContentHash = sdk.ContentHash(stored.Title, stored.Body)
+			if sdk.ImportRetires(&stored, &r) {
+				// A newer export of the record: it was retired since
+				// (superseded, tombstoned), and leaves recall here too.
+				stored.Status = r.Status
+				if r.UpdatedAt.After(stored.UpdatedAt) {
+					stored.UpdatedAt = r.UpdatedAt
+				}
+				if h, ok := known[key]; ok && h.ID == r.ID {
+					delete(known, key)
+				}
+				inBatch[r.ID] = true
+				moved = append(moved, stored)
+				continue
+			}
+		}
 		if isTaken || inBatch[r.ID] || (answersDuplicates(r.Status) && dup) {
 			res.Skipped++
 			// Its content is live in the scope already, one copy only. A
@@ -154,13 +174,13 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 		}
 		fresh = append(fresh, r)
 	}
-	for id, k := range ri.usageKeys(revived) {
+	for id, k := range ri.usageKeys(append(revived, moved...)) {
 		usageKeys[id] = k
 	}
-	if err := ri.write(ctx, append(fresh, revived...), usageKeys, nil); err != nil {
+	if err := ri.write(ctx, append(append(fresh, revived...), moved...), usageKeys, nil); err != nil {
 		return sdk.ImportResult{}, err
 	}
-	res.Imported = len(fresh)
+	res.Imported = len(fresh) + len(moved)
 	return res, nil
 }
 

@@ -21,7 +21,9 @@ func (p *Provider) Export(ctx context.Context, realm, after string, limit int) (
 }
 
 // Import writes full records as given, one file each, all or nothing
-// (sdk.Archiver).
+// (sdk.Archiver). A stored id is skipped, unless the record retires it
+// (sdk.ImportRetires: its file then takes the record's status, and it
+// counts imported).
 func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
 	st, err := p.store(ctx)
 	if err != nil {
@@ -84,6 +86,26 @@ func (s *store) importRecords(ctx context.Context, realm string, records []sdk.R
 		ck := contentKey{r.Scope, r.ContentHash}
 		live := r.Recallable(now)
 		skip := batchIDs[r.ID] || (live && batchContent[ck])
+		if d := storedDoc(ri, r.ID); d != nil && !batchIDs[r.ID] {
+			held := d.rec
+			held.ContentHash = sdk.ContentHash(held.Title, held.Body)
+			if sdk.ImportRetires(&held, r) {
+				// A newer export of the record: it was retired since
+				// (superseded, tombstoned), and leaves recall here too.
+				marked := cloneRecord(&d.rec)
+				marked.Status = r.Status
+				if r.UpdatedAt.After(marked.UpdatedAt) {
+					marked.UpdatedAt = r.UpdatedAt
+				}
+				w, err := newPendingWrite(s.root, marked, d)
+				if err != nil {
+					return sdk.ImportResult{}, fmt.Errorf("markdown: import: records[%d]: %w", i, err)
+				}
+				writes = append(writes, w)
+				batchIDs[r.ID] = true
+				continue
+			}
+		}
 		if ri != nil && !skip {
 			skip = ri.get(r.ID) != nil
 			if live && !skip {
@@ -126,4 +148,13 @@ func (s *store) importRecords(ctx context.Context, realm string, records []sdk.R
 	}
 	res.Imported = len(writes)
 	return res, nil
+}
+
+// storedDoc answers the doc of id in ri, or nil, also when ri is nil (a
+// realm not written to yet).
+func storedDoc(ri *realmIndex, id string) *doc {
+	if ri == nil {
+		return nil
+	}
+	return ri.get(id)
 }

@@ -52,8 +52,9 @@ ON CONFLICT DO NOTHING
 RETURNING seq`
 
 // Import stores full records as given, all or nothing (sdk.Archiver). A
-// stored id is skipped, and so is a record whose content is live in its
-// scope already: the unique indexes decide, so hosts importing the same
+// stored id is skipped, unless the record retires it (sdk.ImportRetires:
+// it then takes the record's status, and counts imported), and so is a
+// record whose content is live in its scope already: the unique indexes decide, so hosts importing the same
 // records at once store each one once (a second insert waits for the
 // first to commit, then does nothing).
 func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
@@ -78,11 +79,27 @@ func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) 
 	now := s.now()
 	err := s.use(func(db *pgdb) error {
 		err := inTx(ctx, db, func(tx pgx.Tx) (err error) {
-			if err := lockThreads(ctx, tx, realm, threads); err != nil {
+			// The threads of the stored records a retired one may take out
+			// of recall, whose neighbours' indexed context changes.
+			var retiring []string
+			for i := range prepared {
+				if st := prepared[i].rec.Status; st == sdk.StatusSuperseded || st == sdk.StatusTombstoned {
+					retiring = append(retiring, prepared[i].rec.ID)
+				}
+			}
+			locked := threads
+			if len(retiring) > 0 {
+				stored, err := threadsOf(ctx, tx, realm, retiring)
+				if err != nil {
+					return err
+				}
+				locked = append(slices.Clone(threads), stored...)
+			}
+			if err := lockThreads(ctx, tx, realm, locked); err != nil {
 				return err
 			}
 			var held []string
-			if res, held, err = importRecords(ctx, tx, realm, prepared, now); err != nil || res.Imported == 0 && len(held) == 0 {
+			if res, held, err = importRecords(ctx, tx, realm, prepared, locked, now); err != nil || res.Imported == 0 && len(held) == 0 {
 				return err
 			}
 			ids := make([]string, 0, len(prepared)+len(held))
@@ -108,7 +125,7 @@ func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) 
 
 // importRecords inserts prepared, answering what it imported and the ids
 // of the records already holding the content of a skipped one.
-func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []preparedRecord, now time.Time) (sdk.ImportResult, []string, error) {
+func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []preparedRecord, locked []string, now time.Time) (sdk.ImportResult, []string, error) {
 	if len(prepared) == 0 {
 		return sdk.ImportResult{}, nil, nil
 	}
@@ -167,7 +184,13 @@ func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prep
 	if err := br.Close(); err != nil {
 		return sdk.ImportResult{}, nil, err
 	}
-	if err := applyIndex(ctx, tx, realm, add, nil); err != nil {
+	left, skipped, err := retireStored(ctx, tx, realm, prepared, skipped, locked)
+	if err != nil {
+		return sdk.ImportResult{}, nil, err
+	}
+	res.Imported += res.Skipped - len(skipped)
+	res.Skipped = len(skipped)
+	if err := applyIndex(ctx, tx, realm, add, left); err != nil {
 		return sdk.ImportResult{}, nil, err
 	}
 	var held []string
@@ -195,4 +218,54 @@ func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prep
 		held = append(held, id)
 	}
 	return res, held, nil
+}
+
+// retireStored moves the stored records that skipped ones retire
+// (sdk.ImportRetires: a newer export of a record superseded or tombstoned
+// since) to their status, out of the index, answering the thread places
+// they left and the records still skipped.
+func retireStored(ctx context.Context, tx pgx.Tx, realm string, prepared []preparedRecord, skipped []int, locked []string) ([]place, []int, error) {
+	var left []place
+	var still []int
+	for _, i := range skipped {
+		r := &prepared[i].rec
+		if r.Status != sdk.StatusSuperseded && r.Status != sdk.StatusTombstoned {
+			still = append(still, i)
+			continue
+		}
+		var held sdk.Record
+		var seq, ntok int64
+		var thread *string
+		var tseq *int64
+		err := tx.QueryRow(ctx, `SELECT seq, scope, status, title, body, ntok, thread_id, thread_seq FROM records
+			WHERE realm = $1 AND id = $2 FOR UPDATE`, realm, r.ID).Scan(&seq, &held.Scope, &held.Status, &held.Title, &held.Body, &ntok, &thread, &tseq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			still = append(still, i) // its content is held by another record
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("records[%d]: %w", i, err)
+		}
+		held.ID, held.ContentHash = r.ID, sdk.ContentHash(held.Title, held.Body)
+		if !sdk.ImportRetires(&held, r) {
+			still = append(still, i)
+			continue
+		}
+		if held.Status == sdk.StatusActive {
+			if thread != nil && tseq != nil {
+				if !slices.Contains(locked, *thread) {
+					return nil, nil, errRelock
+				}
+				left = append(left, place{string(held.Scope), *thread, *tseq})
+			}
+			if err := unindex(ctx, tx, realm, []int64{seq}, ntok); err != nil {
+				return nil, nil, err
+			}
+		}
+		if _, err := tx.Exec(ctx, "UPDATE records SET status = $1, updated_ms = GREATEST(updated_ms, $2) WHERE seq = $3",
+			string(r.Status), r.UpdatedAt.UnixMilli(), seq); err != nil {
+			return nil, nil, fmt.Errorf("records[%d]: %w", i, err)
+		}
+	}
+	return left, still, nil
 }

@@ -32,8 +32,9 @@ func (s *Store) Export(ctx context.Context, realm, after string, limit int) (sdk
 }
 
 // Import stores full records as given, in one transaction (sdk.Archiver).
-// A stored id is skipped; so is a record whose content is live in its
-// scope already.
+// A stored id is skipped, unless the record retires it (sdk.ImportRetires:
+// it is then moved to the record's status, and counted imported); so is a
+// record whose content is live in its scope already.
 func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
 	prepared := make([]preparedRecord, len(records))
 	for i, r := range records {
@@ -70,13 +71,26 @@ func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) 
 
 func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRecord, now time.Time) (bool, error) {
 	r := &p.rec
-	var one int
-	switch err := tx.QueryRowContext(ctx, "SELECT 1 FROM records WHERE realm = ? AND id = ?", r.Realm, r.ID).Scan(&one); err {
-	case nil:
-		return false, nil
-	case sql.ErrNoRows:
-	default:
+	old, found, err := lookupForWrite(ctx, tx, r.Realm, r.ID)
+	if err != nil {
 		return false, err
+	}
+	if found {
+		if !sdk.ImportRetires(&sdk.Record{ID: r.ID, Scope: old.scope, Status: old.status, ContentHash: old.contentHash}, r) {
+			return false, nil
+		}
+		// A newer export of the record: it was retired since (superseded,
+		// tombstoned), and leaves recall here too.
+		if _, err := tx.ExecContext(ctx, "UPDATE records SET status = ?, updated_ms = max(updated_ms, ?) WHERE seq = ?",
+			string(r.Status), r.UpdatedAt.UnixMilli(), old.seq); err != nil {
+			return false, err
+		}
+		if old.status == sdk.StatusActive {
+			ch.del(r.Realm, r.ID)
+		}
+		ch.unrank(r.Realm, old.scope, old.seq)
+		old.retire(ch, r.Realm)
+		return true, nil
 	}
 	if seq, ok := ch.content.seq(p.key); ok && isLive(r.Status) {
 		// Its content is live in the scope already, one copy only. A

@@ -60,6 +60,7 @@ var checks = []check{
 	{name: "Archive", needs: caps(sdk.CapArchive), run: checkArchive},
 	{name: "UseCountCeiling", needs: caps(sdk.CapArchive, sdk.CapFetch, sdk.CapUsageCounts), run: checkUseCountCeiling},
 	{name: "ProposalRevivesNothing", needs: caps(sdk.CapArchive, sdk.CapFetch), run: checkProposalRevivesNothing},
+	{name: "ImportRetires", needs: caps(sdk.CapArchive, sdk.CapFetch), run: checkImportRetires},
 	{name: "Reindex", needs: caps(sdk.CapWrite, sdk.CapReindex), run: checkReindex},
 	{name: "ReindexCanceled", needs: caps(sdk.CapWrite, sdk.CapReindex), run: checkReindexCanceled},
 	{name: "Vectors", needs: caps(sdk.CapWrite, sdk.CapForget, sdk.CapVectors), run: checkVectors},

@@ -208,3 +208,79 @@ func checkProposalRevivesNothing(ctx context.Context, e *env) error {
 
 // importErr keeps Import's error alone.
 func importErr(_ sdk.ImportResult, err error) error { return err }
+
+// checkImportRetires: an import of a stored record with its content and
+// scope but a later status (sdk.ImportRetires: a newer export of a record
+// superseded or tombstoned since) moves the stored record to that status,
+// counted imported, and out of recall, while its successor is imported
+// active; an older status (an older export) moves nothing back. Stores
+// skipped every stored id, leaving the old record recallable beside its
+// successor.
+func checkImportRetires(ctx context.Context, e *env) error {
+	at := time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC)
+	cases := []struct {
+		stored, imported, want sdk.Status
+		successor              bool
+	}{
+		{sdk.StatusActive, sdk.StatusSuperseded, sdk.StatusSuperseded, true},
+		{sdk.StatusActive, sdk.StatusTombstoned, sdk.StatusTombstoned, false},
+		{sdk.StatusSuperseded, sdk.StatusTombstoned, sdk.StatusTombstoned, false},
+		{sdk.StatusSuperseded, sdk.StatusActive, sdk.StatusSuperseded, false},
+		{sdk.StatusTombstoned, sdk.StatusActive, sdk.StatusTombstoned, false},
+		{sdk.StatusTombstoned, sdk.StatusSuperseded, sdk.StatusTombstoned, false},
+	}
+	var p problems
+	for _, c := range cases {
+		r, w := e.record(sdk.RealmScope)
+		r.ID, r.Realm, r.Trust, r.CreatedAt, r.UpdatedAt = "conformance-retire-"+w, realmA, sdk.TrustApplication, at, at
+		r.ContentHash = sdk.ContentHash(r.Title, r.Body)
+		old := r
+		old.Status = c.stored
+		if _, err := e.p.Import(ctx, realmA, []sdk.Record{old}); err != nil {
+			return fmt.Errorf("Import of a %s record: %w", c.stored, err)
+		}
+		newer := r
+		newer.Status, newer.UpdatedAt = c.imported, at.Add(time.Hour)
+		batch := []sdk.Record{newer}
+		var succ sdk.Record
+		if c.successor {
+			succ, _ = e.record(sdk.RealmScope)
+			succ.Body += " " + w
+			succ.ID, succ.Realm, succ.Trust, succ.Status = "conformance-successor-"+w, realmA, sdk.TrustApplication, sdk.StatusActive
+			succ.CreatedAt, succ.UpdatedAt, succ.Supersedes = newer.UpdatedAt, newer.UpdatedAt, r.ID
+			succ.ContentHash = sdk.ContentHash(succ.Title, succ.Body)
+			batch = append([]sdk.Record{succ}, batch...)
+		}
+		res, err := e.p.Import(ctx, realmA, batch)
+		if err != nil {
+			return fmt.Errorf("Import of the %s record again, %s: %w", c.stored, c.imported, err)
+		}
+		moves := c.want != c.stored
+		want := sdk.ImportResult{Imported: len(batch), Skipped: 0}
+		if !moves {
+			want = sdk.ImportResult{Imported: len(batch) - 1, Skipped: 1}
+		}
+		if res != want {
+			p.addf("Import of a stored %s record again, %s, answered %+v; want %+v", c.stored, c.imported, res, want)
+		}
+		got, err := e.p.Get(ctx, realmA, []string{r.ID})
+		if err != nil || len(got) != 1 {
+			return fmt.Errorf("Get of the record imported %s, then %s: %d records, %w", c.stored, c.imported, len(got), err)
+		}
+		if got[0].Status != c.want {
+			p.addf("a stored %s record imported again %s is %s; want %s", c.stored, c.imported, got[0].Status, c.want)
+		}
+		ids, err := e.recallIDs(ctx, realmA, w, sdk.RealmScope)
+		if err != nil {
+			return err
+		}
+		var wantIDs []string
+		if c.successor {
+			wantIDs = []string{succ.ID}
+		}
+		if !slices.Equal(ids, wantIDs) {
+			p.addf("recall after a stored %s record was imported again %s answered %v; want %v", c.stored, c.imported, ids, wantIDs)
+		}
+	}
+	return p.err()
+}

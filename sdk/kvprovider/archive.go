@@ -43,7 +43,9 @@ func (p *Provider) Export(ctx context.Context, realmName, after string, limit in
 	return page, nil
 }
 
-// Import stores full records as given, all or nothing (sdk.Archiver).
+// Import stores full records as given, all or nothing (sdk.Archiver). A
+// stored id is skipped, unless the record retires it (sdk.ImportRetires:
+// it then takes the record's status, and counts imported).
 func (p *Provider) Import(ctx context.Context, realmName string, records []sdk.Record) (sdk.ImportResult, error) {
 	if err := sdk.ValidateRealm(realmName); err != nil {
 		return sdk.ImportResult{}, err
@@ -75,6 +77,22 @@ func (p *Provider) Import(ctx context.Context, realmName string, records []sdk.R
 	for i, r := range prepared {
 		key := contentKey(r.Scope, r.ContentHash)
 		recallable := r.Recallable(now)
+		if old := storedRecord(rm, r.ID); old != nil && !seen[r.ID] {
+			held := cloneRecord(old)
+			held.ContentHash = sdk.ContentHash(held.Title, held.Body)
+			if sdk.ImportRetires(&held, &r) {
+				// A newer export of the record: it was retired since
+				// (superseded, tombstoned), and leaves recall here too.
+				held.Status = r.Status
+				if r.UpdatedAt.After(held.UpdatedAt) {
+					held.UpdatedAt = r.UpdatedAt
+				}
+				seen[r.ID] = true
+				fresh = append(fresh, held)
+				freshDocs = append(freshDocs, docsOf([]sdk.Record{held})[0])
+				continue
+			}
+		}
 		switch {
 		case seen[r.ID], rm != nil && rm.recs[r.ID] != nil,
 			recallable && inBatch[key],
@@ -97,4 +115,12 @@ func (p *Provider) Import(ctx context.Context, realmName string, records []sdk.R
 	}
 	res.Imported = len(fresh)
 	return res, nil
+}
+
+// storedRecord answers the record of id in rm, or nil, also when rm is nil.
+func storedRecord(rm *realm, id string) *sdk.Record {
+	if rm == nil {
+		return nil
+	}
+	return rm.recs[id]
 }

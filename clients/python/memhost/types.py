@@ -198,6 +198,7 @@ class ImportConflict(TypedDict):
 class ImportResult(TypedDict):
     imported: int
     skipped: int
+    retired: NotRequired[int]  # stored records moved on to a later status the import gave them (superseded, tombstoned)
     conflicts: NotRequired[list[ImportConflict]]  # ids the store gives another record: not imported
 
 

@@ -458,7 +458,10 @@ export interface paths {
          *     skipped, so repeating an import stores nothing twice; one whose id the store gives
          *     another record (other content or scope) is not imported and is answered in conflicts. A pending proposal holding a recallable record's content
          *     in a shared scope does not skip it: the proposal is dropped and the record stored, as
-         *     for a write.
+         *     for a write. A record of a stored id, content and scope with a later status (stored
+         *     active and imported superseded or tombstoned, or superseded and tombstoned: a newer
+         *     export) moves the stored record to that status, out of recall, and is counted in
+         *     retired; no import moves a record back to an earlier status.
          */
         post: operations["importRecords"];
         delete?: never;
@@ -1838,6 +1841,8 @@ export interface operations {
                     "application/json": {
                         imported: number;
                         skipped: number;
+                        /** @description Stored records moved on to the later status (superseded, tombstoned) a record of the import gave them, out of recall; absent when 0. */
+                        retired?: number;
                         /** @description Records not imported because the store gives their id another record (other content or scope), by their index in the request. */
                         conflicts?: {
                             index: number;

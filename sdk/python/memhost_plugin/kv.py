@@ -251,6 +251,15 @@ class KVProvider:
             fresh, seen, batch, skipped = [], set(), set(), 0
             for r in recs:
                 key, live = (r.scope, r.content_hash), r.recallable(now)
+                held = self._recs.get((realm, r.id))
+                if held is not None and r.id not in seen and records.import_retires(held, r):
+                    # A newer export of the record: it was retired since
+                    # (superseded, tombstoned), and leaves recall here too.
+                    moved = held.copy()
+                    moved.status, moved.updated_ms = r.status, max(held.updated_ms, r.updated_ms)
+                    seen.add(r.id)
+                    fresh.append(moved)
+                    continue
                 if r.id in seen or (realm, r.id) in self._recs or (live and (key in batch or self._find_content(realm, r.scope, r.content_hash, now))):
                     skipped += 1
                     continue

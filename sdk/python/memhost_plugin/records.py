@@ -292,6 +292,21 @@ def prepare_import(r, realm):
 # Request checks, in the order the Go SDK's server runs them.
 
 
+def import_retires(stored, r):
+    """Whether importing r moves the stored record of its id on to r's later
+    status, in place of skipping it (Go's sdk.ImportRetires): the same
+    content in the same scope, stored active and r superseded or tombstoned,
+    or stored superseded and r tombstoned. Never back to an earlier status,
+    and never a pending proposal (quarantined)."""
+    if stored.id != r.id or stored.scope != r.scope or content_hash(stored.title, stored.body) != content_hash(r.title, r.body):
+        return False
+    if stored.status == ACTIVE:
+        return r.status in ("superseded", "tombstoned")
+    if stored.status == "superseded":
+        return r.status == "tombstoned"
+    return False
+
+
 def check_ids(field, ids):
     if len(ids) > MAX_BATCH:
         raise too_large(field, "%d ids in one call, the limit is %d" % (len(ids), MAX_BATCH))

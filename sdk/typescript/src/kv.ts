@@ -320,6 +320,17 @@ export class KVProvider implements Plugin {
       for (const r of recs) {
         const content = r.scope + "\0" + r.contentHash;
         const live = records.recallable(r, now);
+        const held = this.recs.get(key(realm, r.id));
+        if (held && !seen.has(r.id) && records.importRetires(held, r)) {
+          // A newer export of the record: it was retired since
+          // (superseded, tombstoned), and leaves recall here too.
+          const moved = records.copyRecord(held);
+          moved.status = r.status;
+          moved.updatedMs = Math.max(held.updatedMs, r.updatedMs);
+          seen.add(r.id);
+          fresh.push(moved);
+          continue;
+        }
         if (seen.has(r.id) || this.recs.has(key(realm, r.id)) ||
           (live && (batch.has(content) || this.findContent(realm, r.scope, r.contentHash, now)))) {
           skipped++;

@@ -306,3 +306,17 @@ export function checkRecords(realm: string, records: Record[], check: (r: Record
   checkBatch("records", records);
   records.forEach((r, i) => under(`records[${i}]`, () => check(r)));
 }
+
+// importRetires reports whether importing r moves the stored record of its
+// id on to r's later status, in place of skipping it (Go's
+// sdk.ImportRetires): the same content in the same scope, stored active and
+// r superseded or tombstoned, or stored superseded and r tombstoned. Never
+// back to an earlier status, and never a pending proposal (quarantined).
+export function importRetires(stored: Record, r: Record): boolean {
+  if (stored.id !== r.id || stored.scope !== r.scope || contentHash(stored.title, stored.body) !== contentHash(r.title, r.body)) {
+    return false;
+  }
+  if (stored.status === ACTIVE) return r.status === "superseded" || r.status === "tombstoned";
+  if (stored.status === "superseded") return r.status === "tombstoned";
+  return false;
+}
