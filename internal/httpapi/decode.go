@@ -46,23 +46,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, err
 	}
 	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
-	data, err := io.ReadAll(io.LimitReader(body, largeBody))
-	if err == nil && len(data) == largeBody {
-		// A large body takes its place among the large ones before the
-		// rest of it is read: read first, bodies that clients send slowly
-		// were all held in memory outside the bound. Its place is what it
-		// says it holds, or the limit.
-		size := s.opts.MaxBodyBytes
-		if r.ContentLength > 0 {
-			size = min(size, r.ContentLength)
-		}
-		if err := s.holdLargeBody(r, size); err != nil {
-			return nil, err
-		}
-		var rest []byte
-		rest, err = io.ReadAll(body)
-		data = append(data, rest...)
-	}
+	data, err := io.ReadAll(body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -70,23 +54,21 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		}
 		return nil, badRequest("request body could not be read")
 	}
-	return data, nil
-}
-
-// holdLargeBody holds size bytes of the large bodies in flight for r
-// until r ends. Decoded, a body of many small values takes tens of times
-// its bytes (320,000 empty content blocks in 4 MiB took 115 MB), so the
-// large ones in flight together are bounded. The wait has the request's
-// deadline: r's context is the connection's, which only the client ends.
-func (s *Server) holdLargeBody(r *http.Request, size int64) error {
-	wait, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
-	defer cancel()
-	holder := bodyHolder(r)
-	if err := s.bodies.Acquire(wait, holder, size); err != nil {
-		return fmt.Errorf("a request body of %d bytes or more waited for other large request bodies being served: %w", largeBody, sdk.ErrUnavailable)
+	if n := int64(len(data)); n >= largeBody {
+		// Decoded, a body of many small values takes tens of times its
+		// bytes (320,000 empty content blocks in 4 MiB took 115 MB): the
+		// large ones in flight together are bounded, held until their
+		// requests end. The wait has the request's deadline: r's
+		// context is the connection's, which only the client ends.
+		wait, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+		defer cancel()
+		holder := bodyHolder(r)
+		if err := s.bodies.Acquire(wait, holder, n); err != nil {
+			return nil, fmt.Errorf("a request body of %d bytes waited for other large request bodies being served: %w", n, sdk.ErrUnavailable)
+		}
+		context.AfterFunc(r.Context(), func() { s.bodies.Release(holder, n) })
 	}
-	context.AfterFunc(r.Context(), func() { s.bodies.Release(holder, size) })
-	return nil
+	return data, nil
 }
 
 type bodyHolderKey struct{}

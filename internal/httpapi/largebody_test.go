@@ -198,39 +198,3 @@ func TestALargeBodyIsNotQueuedBehindAnotherTokensFlood(t *testing.T) {
 		t.Fatalf("a quiet token's large body behind another token's flood = %d, want 200 once one of the flood's requests ended", code)
 	}
 }
-
-// TestALargeBodyHoldsItsPlaceBeforeItIsRead: a large body waits for its
-// place among the large bodies once its first largeBody bytes are read,
-// not once it has been read whole: read first, bodies that clients send
-// slowly were all in the host's memory outside the bound, and one past
-// the bound waited for its client rather than its request's time.
-func TestALargeBodyHoldsItsPlaceBeforeItIsRead(t *testing.T) {
-	for _, length := range []int64{-1, 1 << 20} { // sent chunked, and with its length
-		s := New(Options{MaxBodyBytes: 1 << 20, RequestTimeout: 200 * time.Millisecond})
-		held := int64(largeBodiesHeld) << 20
-		if err := s.bodies.Acquire(t.Context(), "", held); err != nil {
-			t.Fatal(err)
-		}
-		pr, pw := io.Pipe()
-		go pw.Write([]byte(strings.Repeat(" ", largeBody+1))) // and then nothing more
-		r := httptest.NewRequestWithContext(t.Context(), "POST", "/v1/recall", pr)
-		r.ContentLength = length
-		done := make(chan error, 1)
-		go func() {
-			_, err := s.readBody(httptest.NewRecorder(), r)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if !errors.Is(err, sdk.ErrUnavailable) {
-				t.Errorf("length %d: a large body past the bound = %v, want unavailable", length, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("length %d: a large body past the bound was still being read 10 s on (request timeout 200 ms)", length)
-			pw.Close()
-			<-done
-		}
-		pw.Close()
-		s.bodies.Release("", held)
-	}
-}
