@@ -341,6 +341,9 @@ func (c *Coordinator) injectForTurn(ctx context.Context, id sdk.Identity, sessio
 		if err := c.visit(ctx, key, func(s *SessionState) bool {
 			snap.used, snap.epoch = s.InjectedBytes, s.Epoch
 			snap.suppressed = slices.Clone(s.InjectedIDs)
+			if !c.selects(p, query) {
+				return false // the picks wait for a turn that selects
+			}
 			snap.swept = s.SweepIDs
 			s.SweepIDs = nil
 			return snap.swept != nil
@@ -505,6 +508,12 @@ func (c *Coordinator) recallFailed(ctx context.Context, surface Surface, id sdk.
 	return SkipRecallFailed, nil
 }
 
+// selects reports whether a recall of query from p goes through the
+// selector (which weighs a finished sweep's picks) rather than lexically.
+func (c *Coordinator) selects(p provider, query string) bool {
+	return c.selector != nil && query != "" && p.caps.Has(sdk.CapManifest) && p.caps.Has(sdk.CapFetch)
+}
+
 // recall finds the records to inject under the recall timeout (DESIGN 5.1
 // step 4): through the selector when one is installed, there is a query
 // and the provider lists manifests and fetches by id; lexical recall on
@@ -522,7 +531,7 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 			return nil, nil, err
 		}
 	}
-	if c.selector != nil && query != "" && p.caps.Has(sdk.CapManifest) && p.caps.Has(sdk.CapFetch) {
+	if c.selects(p, query) {
 		recs, err := c.selectRecords(ctx, id, p, scopes, query, suppressed, swept, deeper)
 		return recs, nil, err
 	}

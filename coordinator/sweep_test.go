@@ -358,3 +358,26 @@ func TestAFailedTurnKeepsTheSweepPicks(t *testing.T) {
 		t.Fatalf("the turn after a failed one injected %v, want the sweep's pick %s", res.RecordIDs, ids[1])
 	}
 }
+
+// TestALexicalTurnLeavesTheSweepPicks: a turn that recalls lexically (no
+// words to select by) does not take a finished sweep's picks, which only
+// the selector weighs; it took and dropped them.
+func TestALexicalTurnLeavesTheSweepPicks(t *testing.T) {
+	sel := &recordingSelector{pick: func(req sdk.SelectRequest) (sdk.Selection, error) {
+		return sdk.Selection{Coverage: sdk.CoverageSufficient}, nil
+	}}
+	f := newFixture(t, func(c *Config, o *Options) { c.Selection, o.Selector = SelectionAlways, sel })
+	ids := f.add(rec("Coffee", "a"), rec("Harbour", "the ferry leaves at noon"))
+	key := SessionKey{Realm: "default", Identity: alice.ID, Session: "s"}
+	if err := f.c.visit(t.Context(), key, func(s *SessionState) bool { s.SweepIDs = []string{ids[1]}; return true }); err != nil {
+		t.Fatal(err)
+	}
+	f.turn(alice, "s", " ")
+	var waiting []string
+	if err := f.c.visit(t.Context(), key, func(s *SessionState) bool { waiting = slices.Clone(s.SweepIDs); return false }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(waiting, []string{ids[1]}) {
+		t.Fatalf("after a lexical turn the sweep's picks are %v, want %v waiting", waiting, []string{ids[1]})
+	}
+}
