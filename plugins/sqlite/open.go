@@ -261,7 +261,10 @@ func describeOpenError(path string, busy time.Duration, err error) error {
 		case sqlite3.ErrFull:
 			problem, class = "the disk is full", sdk.ErrNoSpace
 		case sqlite3.ErrReadonly:
-			problem, class = "the data directory is read-only; memhost needs to write it", sdk.ErrReadOnly
+			// The database, its -wal or -shm file, or their directory:
+			// SQLite does not say which, and a writable directory with a
+			// read-only -shm reads the same.
+			problem, class = "the database or a file SQLite keeps beside it (-wal, -shm) is read-only, or their directory is; memhost needs to write them", sdk.ErrReadOnly
 		case sqlite3.ErrCantOpen, sqlite3.ErrPerm:
 			problem = "cannot open the file for writing"
 		}
