@@ -2,10 +2,6 @@ package pgstate
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,78 +10,6 @@ import (
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/pgtest"
 )
-
-// freezingProxy forwards TCP connections to a PostgreSQL Unix socket.
-// freeze stops every connection open at that moment, both ways, leaving
-// it open, as a connection cut by a failover or a NAT dropping it looks
-// to the client: no error, no answer. Connections made later pass.
-type freezingProxy struct {
-	ln     net.Listener
-	mu     sync.Mutex
-	frozen []chan struct{}
-}
-
-func newFreezingProxy(t *testing.T, socket string) *freezingProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &freezingProxy{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("unix", socket)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			stop := make(chan struct{})
-			p.mu.Lock()
-			p.frozen = append(p.frozen, stop)
-			p.mu.Unlock()
-			t.Cleanup(func() { client.Close(); server.Close() })
-			go pipe(client, server, stop)
-			go pipe(server, client, stop)
-		}
-	}()
-	return p
-}
-
-// pipe copies from src to dst until stop closes, then reads and drops
-// nothing more: what src sends waits unread.
-func pipe(dst io.Writer, src io.Reader, stop chan struct{}) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		select {
-		case <-stop:
-			<-make(chan struct{}) // frozen: never forwards again
-		default:
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *freezingProxy) freeze() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, stop := range p.frozen {
-		close(stop)
-	}
-	p.frozen = nil
-}
 
 // A compaction's hold is renewed while it runs. A renewal sent on a
 // connection that died without a word (a failover, a dropped NAT entry)
@@ -106,8 +30,8 @@ func TestCompactionHoldOutlivesADeadConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newFreezingProxy(t, fmt.Sprintf("%s/.s.PGSQL.%d", cfg.Host, cfg.Port))
-	viaProxy := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=%s sslmode=disable", proxy.ln.Addr().(*net.TCPAddr).Port, cfg.User, cfg.Database)
+	proxy := c.SilentProxy(t)
+	viaProxy := proxy.DSN(cfg.Database)
 	holdLease = 2 * time.Second
 	t.Cleanup(func() { holdLease = 5 * time.Second })
 	for _, tc := range []struct {
@@ -186,7 +110,7 @@ func TestCompactionHoldOutlivesADeadConnection(t *testing.T) {
 					cn.Hijack().PgConn().Conn().Close()
 				}
 			}()
-			proxy.freeze()
+			proxy.Silence()
 			// One renewal may have reached the server as the connections
 			// froze; a second was sent on a connection opened after.
 			renewed(renewed(until()))
