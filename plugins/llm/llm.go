@@ -88,7 +88,7 @@ var ErrCutShort = errors.New("the model stopped before the summary was finished"
 
 func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Message, error) {
 	if err := ctx.Err(); err != nil {
-		return sdk.Message{}, ctxError(err)
+		return sdk.Message{}, endpoint.ContextError(err)
 	}
 	c.mu.RLock()
 	cfg := c.cfg
@@ -212,7 +212,7 @@ func (c *Compactor) chatFinish(ctx context.Context, cfg *settings, messages []ch
 	resp, err := c.client.Do(hreq)
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", "", fmt.Errorf("llm: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, ctxError(ctx.Err()))
+			return "", "", fmt.Errorf("llm: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, endpoint.ContextError(ctx.Err()))
 		}
 		// Redacted as the answer is: a TLS error quotes the names the
 		// endpoint's certificate holds.
@@ -222,7 +222,7 @@ func (c *Compactor) chatFinish(ctx context.Context, cfg *settings, messages []ch
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", "", fmt.Errorf("llm: reading the answer of %s: %w", cfg.endpoint, ctxError(ctx.Err()))
+			return "", "", fmt.Errorf("llm: reading the answer of %s: %w", cfg.endpoint, endpoint.ContextError(ctx.Err()))
 		}
 		return "", "", fmt.Errorf("llm: reading the answer of %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
 	}
@@ -319,13 +319,6 @@ func visible(s string) bool {
 		}
 	}
 	return false
-}
-
-func ctxError(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return sdk.ErrDeadline // the context's text says it again
-	}
-	return fmt.Errorf("%v: %w", err, sdk.ErrUnavailable)
 }
 
 // fit cuts text to limit bytes at the last line break that fits (else at

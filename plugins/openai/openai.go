@@ -124,7 +124,7 @@ func (e *Embedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, ctxError(err)
+		return nil, endpoint.ContextError(err)
 	}
 	inputs := make([]string, len(req.Texts))
 	for i, t := range req.Texts {
@@ -168,7 +168,7 @@ func (e *Embedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32
 		return nil, first
 	}
 	if stopped {
-		return nil, ctxError(ctx.Err())
+		return nil, endpoint.ContextError(ctx.Err())
 	}
 	return out, nil
 }
@@ -247,7 +247,7 @@ func (e *Embedder) embedBatch(ctx context.Context, cfg *settings, inputs []strin
 			e.log.WarnContext(ctx, "embeddings request retried", "endpoint", cfg.endpoint, "attempt", attempt+2, "wait_ms", wait.Milliseconds(), "retries", n, "error", err.Error())
 		}
 		if err := e.sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("openai: waiting to retry %s: %w", cfg.endpoint, ctxError(err))
+			return nil, fmt.Errorf("openai: waiting to retry %s: %w", cfg.endpoint, endpoint.ContextError(err))
 		}
 	}
 }
@@ -343,7 +343,7 @@ func (e *Embedder) post(parent context.Context, cfg *settings, body []byte, n in
 // connection is worth retrying.
 func transportError(parent context.Context, cfg *settings, err error) error {
 	if perr := parent.Err(); perr != nil {
-		return fmt.Errorf("openai: %s: %w", cfg.endpoint, ctxError(perr))
+		return fmt.Errorf("openai: %s: %w", cfg.endpoint, endpoint.ContextError(perr))
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &retryable{err: fmt.Errorf("openai: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, sdk.ErrUnavailable)}
@@ -467,11 +467,4 @@ func retryAfter(v string, now time.Time) time.Duration {
 		d = t.Sub(now)
 	}
 	return min(max(d, 0), MaxBackoff)
-}
-
-func ctxError(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return sdk.ErrDeadline // the context's text says it again
-	}
-	return fmt.Errorf("%v: %w", err, sdk.ErrUnavailable)
 }

@@ -8,10 +8,14 @@
 package endpoint
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/memhost/memhost/sdk"
 )
 
 // NoRedirects is an http.Client's CheckRedirect that follows none: the
@@ -95,4 +99,14 @@ func Redact(s, key string) string {
 		}
 	}
 	return b.String()
+}
+
+// ContextError is the error of a call its context ended: sdk.ErrDeadline
+// for a deadline (the context's own text would say it again beside it),
+// else the context's cause, unavailable (the caller went away).
+func ContextError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return sdk.ErrDeadline
+	}
+	return fmt.Errorf("%v: %w", err, sdk.ErrUnavailable)
 }
